@@ -1,0 +1,1 @@
+"""Hardware: Amaranth components only. `registry.BLOCKS` lists what `basedie generate` can build."""

@@ -1,0 +1,1 @@
+"""StreamDQ dequantization block (DQB): home of its RTL, built under its own issue."""

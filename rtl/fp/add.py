@@ -1,0 +1,81 @@
+"""FP32 adder: IEEE 754 binary32 addition, round-to-nearest-even, subnormals in and out."""
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Mux, Value
+from amaranth.lib import data
+
+from ..params import Params
+from ..pipeline import PipelinedUnit, Stages
+from .bits import leading_zeros, round_nearest_even, shift_right_sticky, unpack
+from .formats import FP32
+
+OPERANDS = data.StructLayout({"a": FP32.width, "b": FP32.width})
+
+# The significand travels with two guard bits and a sticky bit below it, enough for a correctly rounded
+# sum: a difference that cancels more than one bit comes from operands at most one binade apart, exactly.
+_EXTRA = 3
+
+
+@dataclass(frozen=True)
+class FP32AddParams(Params):
+    """The FP32 adder has no parameters; the dataclass keeps every block built the same way."""
+
+
+class FP32Add(PipelinedUnit):
+    """a + b in FP32. −0 + −0 = −0, x − x = +0, inf − inf and NaN inputs → canonical NaN.
+
+    Stages: (1) unpack and order the operands by magnitude, (2) align and add, (3) normalize, round, pack.
+    """
+
+    latency = 3
+
+    def __init__(self, params: FP32AddParams = FP32AddParams()) -> None:
+        self.params = params
+        super().__init__(OPERANDS, FP32.width)
+
+    def datapath(self, stages: Stages, operands) -> Value:
+        return fp32_add(stages, operands.a, operands.b)
+
+
+def fp32_add(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
+    """The adder's datapath over three `stages`; reusable inside wider pipelines."""
+    a, b = unpack(FP32, a_bits), unpack(FP32, b_bits)
+    swap = b_bits[:31] > a_bits[:31]
+    large = [Mux(swap, y, x) for x, y in zip(a, b)]
+    small = [Mux(swap, x, y) for x, y in zip(a, b)]
+    large, small = type(a)(*large), type(a)(*small)
+    s1 = stages(
+        sign=large.sign,
+        exponent=large.exponent,
+        large=large.significand,
+        small=small.significand,
+        distance=large.exponent - small.exponent,
+        subtract=a.sign ^ b.sign,
+        is_nan=a.is_nan | b.is_nan | (a.is_inf & b.is_inf & (a.sign != b.sign)),
+        is_inf=a.is_inf | b.is_inf,
+        both_negative=a.sign & b.sign,
+    )
+
+    aligned, shifted_out = shift_right_sticky(Cat(Const(0, _EXTRA), s1.small), s1.distance[:8])
+    aligned = aligned | shifted_out
+    large_extended = Cat(Const(0, _EXTRA), s1.large)
+    s2 = stages(
+        sign=s1.sign, exponent=s1.exponent, is_nan=s1.is_nan, is_inf=s1.is_inf,
+        both_negative=s1.both_negative,
+        # |large| ≥ |small|, so the difference is never negative.
+        total=Mux(s1.subtract, large_extended - aligned, large_extended + aligned)[:28],
+    )
+
+    total = s2.total
+    carried = total[27]
+    # Cancellation: shift the leading one up, but not below the smallest exponent (then it is subnormal).
+    zeros = leading_zeros(total[:27])
+    shift = Mux(zeros < s2.exponent - 1, zeros, s2.exponent - 1)[:len(zeros)]
+    normalized = Mux(carried, Cat(total[0] | total[1], total[2:28]), (total[:27] << shift)[:27])
+    exponent = Mux(carried, s2.exponent + 1, s2.exponent - shift)
+    packed = Cat(normalized[_EXTRA:26], Mux(normalized[26], exponent, 0)[:8])
+    rounded = round_nearest_even(packed, normalized[2], normalized[1] | normalized[0])
+    magnitude = Mux(s2.is_inf | (exponent >= FP32.exponent_max), FP32.infinity, rounded)
+    result = Mux(total == 0, Cat(Const(0, 31), s2.both_negative), Cat(magnitude, s2.sign))
+    result = Mux(s2.is_inf, Cat(Const(FP32.infinity, 31), s2.sign), result)
+    return stages(result=Mux(s2.is_nan, FP32.canonical_nan, result)).result

@@ -1,0 +1,47 @@
+"""Elaborate a registered block into Verilog and a manifest of its ports, parameters and timing."""
+import json
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Shape
+from amaranth.lib import wiring
+
+from .params import Params
+from .registry import Block
+
+
+def verilog_of(block: Block, params: Params) -> tuple[wiring.Component, str]:
+    component = block.build(params)
+    return component, verilog.convert(component, name=block.name, emit_src=False)
+
+
+def manifest(block: Block, params: Params, component: wiring.Component) -> dict:
+    """What a user of the Verilog needs: port names as emitted, widths, directions, parameters, timing."""
+    ports = [{"name": "clk", "direction": "input", "width": 1},
+             {"name": "rst", "direction": "input", "width": 1}]
+    for path, member in component.signature.members.flatten():
+        if member.is_port:
+            ports.append({
+                "name": "__".join(str(part) for part in path),
+                "direction": "input" if member.flow == wiring.In else "output",
+                "width": Shape.cast(member.shape).width,
+            })
+    return {
+        "block": block.name,
+        "summary": block.summary,
+        "parameters": params.as_dict(),
+        "ports": ports,
+        "latency_cycles": getattr(component, "latency", None),
+        "initiation_interval": getattr(component, "initiation_interval", None),
+    }
+
+
+def write(block: Block, params: Params, out_dir: Path) -> list[Path]:
+    """Write `<block>.v` and `<block>.json` into `out_dir`; elaborates fully before writing anything."""
+    component, text = verilog_of(block, params)
+    info = manifest(block, params, component)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    verilog_path, manifest_path = out_dir / f"{block.name}.v", out_dir / f"{block.name}.json"
+    verilog_path.write_text(text)
+    manifest_path.write_text(json.dumps(info, indent=2) + "\n")
+    return [verilog_path, manifest_path]

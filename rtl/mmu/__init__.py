@@ -1,0 +1,1 @@
+"""DuoPD MMU arbiter: home of its RTL, built under its own issue."""

@@ -1,0 +1,51 @@
+"""Block parameters: frozen dataclasses that check themselves when they are made."""
+from dataclasses import dataclass, fields
+from typing import Any, Self, get_type_hints
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every block's parameter dataclass.
+
+    Subclasses set defaults to the paper's configuration and override `validate`, which raises
+    `ValueError` naming the offending field; it runs on construction, so an invalid instance never exists.
+    """
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise `ValueError` naming the field when a value or a combination is invalid."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_strings(cls, values: dict[str, str]) -> Self:
+        """Build from NAME=VALUE text (the command line), converting each value to its field's type."""
+        types = get_type_hints(cls)
+        known = {f.name for f in fields(cls)}
+        converted = {}
+        for name, text in values.items():
+            if name not in known:
+                raise ValueError(f"unknown parameter {name!r} (known: {', '.join(sorted(known)) or 'none'})")
+            converted[name] = _convert(name, text, types[name])
+        return cls(**converted)
+
+
+def _convert(name: str, text: str, kind: type) -> Any:
+    if kind is bool:
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"{name}={text!r} is not a boolean (true/false)")
+        return text.lower() in ("true", "1")
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a valid {kind.__name__}") from None
+
+
+def require_choice(params: Params, field: str, choices: tuple[str, ...]) -> None:
+    """Reject a string parameter outside its allowed set, naming the field and the choices."""
+    value = getattr(params, field)
+    if value not in choices:
+        raise ValueError(f"{field}={value!r} is not one of {', '.join(choices)}")

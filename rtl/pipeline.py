@@ -1,0 +1,72 @@
+"""Fixed-latency datapaths behind stream ports (II = 1), and the stage registers they are built from."""
+from types import SimpleNamespace
+
+from amaranth.hdl import Module, Shape, Signal, Value, ValueCastable
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+
+class Stages:
+    """Pipeline registers that all advance on one enable.
+
+    Each call is one stage boundary: it registers the named values and returns the registers, so a
+    datapath reads as a sequence of stages and its latency is the number of calls.
+    """
+
+    def __init__(self, m: Module, advance: Value) -> None:
+        self.m = m
+        self.advance = advance
+        self.count = 0
+
+    def __call__(self, **values: Value | int) -> SimpleNamespace:
+        self.count += 1
+        registers = {}
+        with self.m.If(self.advance):
+            for name, value in values.items():
+                value = Value.cast(value)
+                register = Signal(value.shape(), name=f"s{self.count}_{name}")
+                self.m.d.sync += register.eq(value)
+                registers[name] = register
+        return SimpleNamespace(**registers)
+
+
+class PipelinedUnit(wiring.Component):
+    """A datapath of fixed `latency` between a stream input `i` and a stream output `o`, one beat per cycle.
+
+    All stages advance together whenever the output register can move (it is empty or being read). A
+    stalled output therefore holds every stage, so no beat is lost, duplicated or reordered, and `i.ready`
+    is exactly that advance condition. Subclasses set `latency` and define `datapath`, which must end
+    with a stage call whose register is the result.
+    """
+
+    latency: int
+    initiation_interval = 1
+
+    def __init__(self, in_shape: Shape | ValueCastable, out_shape: Shape | ValueCastable) -> None:
+        super().__init__({"i": In(stream.Signature(in_shape)), "o": Out(stream.Signature(out_shape))})
+
+    def datapath(self, stages: Stages, payload) -> Value:
+        raise NotImplementedError
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        advance = Signal()
+        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+        stages = Stages(m, advance)
+        result = self.datapath(stages, self.i.payload)
+        if stages.count != self.latency:
+            raise AssertionError(f"{type(self).__name__} states latency {self.latency} "
+                                 f"but its datapath has {stages.count} stages")
+        valid = self.i.valid
+        for stage in range(1, self.latency + 1):
+            delayed = Signal(name=f"s{stage}_valid")
+            with m.If(advance):
+                m.d.sync += delayed.eq(valid)
+            valid = delayed
+        m.d.comb += [
+            self.i.ready.eq(advance),
+            self.o.valid.eq(valid),
+            self.o.payload.eq(result),
+        ]
+        return m
+

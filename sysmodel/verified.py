@@ -1,0 +1,96 @@
+"""The verified-figures table: the only channel from the RTL benches to the system model.
+
+Every entry carries its provenance (parameters, clock, bench, cycles simulated, tool versions) and the
+digest of the `rtl/` sources it was measured on. A table whose digests no longer match `rtl/` is
+stale, and loading it fails with a message that says how to refresh it.
+"""
+import hashlib
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TABLE_PATH = Path(__file__).with_name("data") / "verified_blocks.json"
+SCHEMA = 1
+
+
+class StaleTableError(RuntimeError):
+    """The table is missing, malformed, or was measured on different RTL than the current `rtl/`."""
+
+
+def rtl_root() -> Path:
+    spec = importlib.util.find_spec("rtl")
+    if spec is None or not spec.submodule_search_locations:
+        raise StaleTableError("the rtl package is not importable, so the table's digest cannot be checked")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def rtl_digest(root: Path | None = None) -> str:
+    """SHA-256 over the relative path and bytes of every Python source under `rtl/`, in sorted order."""
+    root = root or rtl_root()
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class VerifiedEntry:
+    block: str
+    params: dict[str, Any]
+    figures: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+class VerifiedBlocks:
+    """Lookup of measured figures by block, parameters and figure name."""
+
+    def __init__(self, entries: list[VerifiedEntry]) -> None:
+        self.entries = entries
+
+    def entry(self, block: str, **params: Any) -> VerifiedEntry:
+        for e in self.entries:
+            if e.block == block and all(e.params.get(k) == v for k, v in params.items()):
+                return e
+        raise KeyError(f"no verified figures for {block} with {params or 'default parameters'}; "
+                       f"run `basedie verify {block}`")
+
+    def figure(self, block: str, name: str, **params: Any) -> Any:
+        figures = self.entry(block, **params).figures
+        if name not in figures:
+            raise KeyError(f"{block} has no measured figure {name!r} (it has: {', '.join(sorted(figures))})")
+        return figures[name]
+
+
+def load(path: Path = TABLE_PATH, rtl: Path | None = None) -> VerifiedBlocks:
+    """Read the table, refusing it when any entry was measured on other RTL than the current `rtl/`."""
+    try:
+        table = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise StaleTableError(f"{path} does not exist: run `basedie verify` to measure the blocks") from None
+    except json.JSONDecodeError as error:
+        raise StaleTableError(f"{path} is not valid JSON ({error}): run `basedie verify`") from None
+    if table.get("schema") != SCHEMA:
+        raise StaleTableError(f"{path} has schema {table.get('schema')!r}, expected {SCHEMA}: run `basedie verify`")
+    current = rtl_digest(rtl)
+    stale = sorted({e["block"] for e in table["entries"] if e["provenance"]["rtl_digest"] != current})
+    if stale:
+        raise StaleTableError(f"{path} is stale: {', '.join(stale)} measured on other RTL than the current "
+                              f"rtl/ (digest {current[:12]}); run `basedie verify` to re-measure")
+    return VerifiedBlocks([VerifiedEntry(**e) for e in table["entries"]])
+
+
+def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH) -> None:
+    """Write entries into the table, replacing those with the same block and parameters."""
+    try:
+        existing = json.loads(Path(path).read_text())["entries"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        existing = []
+    replaced = {(e.block, json.dumps(e.params, sort_keys=True)) for e in entries}
+    kept = [e for e in existing if (e["block"], json.dumps(e["params"], sort_keys=True)) not in replaced]
+    merged = kept + [e.__dict__ for e in entries]
+    merged.sort(key=lambda e: (e["block"], json.dumps(e["params"], sort_keys=True)))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")

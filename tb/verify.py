@@ -1,0 +1,37 @@
+"""Run the benches of registered blocks and turn what they measured into verified-table entries."""
+from concurrent.futures import ProcessPoolExecutor
+
+from rtl.registry import BLOCKS
+from sysmodel.verified import VerifiedEntry, rtl_digest
+
+from .benches import BENCHES
+from .runner import CLOCK_PERIOD_NS, run_bench, tool_versions
+
+
+def bench_runs(block_names: list[str]) -> list[tuple[str, dict]]:
+    """Every (block, parameters) pair the benches of these blocks prove."""
+    return [(name, config) for name in block_names for config in BENCHES[name].configs]
+
+
+def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEntry:
+    bench = BENCHES[block_name]
+    params = BLOCKS[block_name].params(**config)
+    figures = run_bench(block_name, bench.module, params, waves=waves)
+    provenance = {
+        "bench": bench.module,
+        "clock_hz": 1e9 / CLOCK_PERIOD_NS,
+        "cycles_simulated": figures.pop("cycles_simulated"),
+        "tools": tool_versions(),
+        "rtl_digest": rtl_digest(),
+    }
+    return VerifiedEntry(block=block_name, params=params.as_dict(), figures=figures, provenance=provenance)
+
+
+def verify(block_names: list[str], waves: bool = False, jobs: int = 1) -> list[VerifiedEntry]:
+    """Run the benches, `jobs` at a time (each is its own simulator process); raises on the first failure."""
+    runs = bench_runs(block_names)
+    if jobs <= 1:
+        return [verify_one(name, config, waves) for name, config in runs]
+    with ProcessPoolExecutor(jobs) as pool:
+        futures = [pool.submit(verify_one, name, config, waves) for name, config in runs]
+        return [future.result() for future in futures]

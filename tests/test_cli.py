@@ -1,0 +1,44 @@
+"""`basedie generate`: files, manifest, lint, and the one-line errors with exit code 2."""
+import json
+
+import pytest
+
+from basedie.cli import main
+from rtl.registry import BLOCKS
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["generate", "nope"], "unknown block 'nope'"),
+    (["generate", "fp32_narrow", "--param", "rounding=up"], "rounding='up'"),
+    (["generate", "fp32_narrow", "--param", "width=3"], "unknown parameter 'width'"),
+    (["generate", "fp32_narrow", "--param", "target"], "not NAME=VALUE"),
+    (["generate", "all", "--param", "target=bf16"], "one block"),
+    (["verify", "nope"], "unknown block 'nope'"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, message) -> None:
+    out = tmp_path / "out"
+    extra = ["-o", str(out)] if argv[0] == "generate" else []
+    assert main(argv + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_generate_writes_verilog_and_manifest(tmp_path) -> None:
+    assert main(["generate", "fp32_narrow", "-o", str(tmp_path), "--param", "target=bf16",
+                 "--param", "rounding=toward_zero_ftz"]) == 0
+    verilog = (tmp_path / "fp32_narrow.v").read_text()
+    manifest = json.loads((tmp_path / "fp32_narrow.json").read_text())
+    assert "module fp32_narrow" in verilog
+    assert manifest["parameters"] == {"target": "bf16", "rounding": "toward_zero_ftz"}
+    assert manifest["latency_cycles"] == 2 and manifest["initiation_interval"] == 1
+    ports = {p["name"]: (p["direction"], p["width"]) for p in manifest["ports"]}
+    assert ports["i__payload"] == ("input", 32) and ports["o__payload"] == ("output", 16)
+    assert ports["o__ready"] == ("input", 1) and ports["o__valid"] == ("output", 1)
+    for name in ports:
+        assert f" {name};" in verilog  # every manifest port is a port of the module
+
+
+def test_generate_all_lints_clean(tmp_path) -> None:
+    assert main(["generate", "all", "-o", str(tmp_path), "--lint"]) == 0
+    assert {p.stem for p in tmp_path.glob("*.v")} == set(BLOCKS)

@@ -1,0 +1,27 @@
+"""Build every `rtl.fp` unit under Verilator and run its cocotb bench for every verified parameter set."""
+import pytest
+
+from rtl.registry import BLOCKS
+from tb.benches import BENCHES
+from tb.fp.vectors import RANDOM_VECTORS
+from tb.models.fp import width
+from tb.runner import run_bench
+from tb.verify import bench_runs
+
+RUNS = bench_runs(list(BENCHES))
+
+
+@pytest.mark.parametrize("block_name,config", RUNS,
+                         ids=[f"{b}-{'-'.join(map(str, c.values())) or 'default'}" for b, c in RUNS])
+def test_bench(block_name: str, config: dict) -> None:
+    params = BLOCKS[block_name].params(**config)
+    unit = BLOCKS[block_name].build(params)
+    figures = run_bench(block_name, BENCHES[block_name].module, params)
+
+    assert figures["latency_cycles"] == unit.latency
+    assert figures["initiation_interval"] == 1
+    assert figures["beats_per_cycle"] == 1.0
+    if block_name == "fp_to_fp32":
+        assert figures["vectors_checked"] == 2 ** width(config["source"])  # exhaustive
+    else:
+        assert figures["vectors_checked"] >= RANDOM_VECTORS

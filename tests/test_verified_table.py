@@ -1,0 +1,53 @@
+"""The committed verified-figures table follows `rtl/`, covers every bench, and refuses to be stale."""
+import json
+
+import pytest
+
+from rtl.registry import BLOCKS
+from sysmodel import verified
+from tb.benches import BENCHES
+from tb.verify import bench_runs
+
+
+def test_committed_table_matches_current_rtl() -> None:
+    table = verified.load()  # raises StaleTableError when rtl/ changed since `basedie verify`
+    for block_name, config in bench_runs(list(BENCHES)):
+        entry = table.entry(block_name, **config)
+        unit = BLOCKS[block_name].build(BLOCKS[block_name].params(**config))
+        assert entry.figures["latency_cycles"] == unit.latency
+        assert entry.figures["initiation_interval"] == unit.initiation_interval
+        assert entry.provenance["cycles_simulated"] > 0
+        assert {"verilator", "cocotb", "amaranth"} <= set(entry.provenance["tools"])
+
+
+def test_a_changed_rtl_makes_the_table_stale(tmp_path) -> None:
+    rtl_copy = tmp_path / "rtl"
+    rtl_copy.mkdir()
+    for source in verified.rtl_root().rglob("*.py"):
+        target = rtl_copy / source.relative_to(verified.rtl_root())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+    verified.load(rtl=rtl_copy)
+    (rtl_copy / "fp" / "add.py").write_text((rtl_copy / "fp" / "add.py").read_text() + "\n# changed\n")
+    with pytest.raises(verified.StaleTableError, match="run `basedie verify`"):
+        verified.load(rtl=rtl_copy)
+
+
+def test_missing_table_and_unknown_figure(tmp_path) -> None:
+    with pytest.raises(verified.StaleTableError, match="basedie verify"):
+        verified.load(tmp_path / "absent.json")
+    with pytest.raises(KeyError, match="no measured figure"):
+        verified.load().figure("fp32_add", "miss_penalty_cycles")
+
+
+def test_store_replaces_only_matching_entries(tmp_path) -> None:
+    path = tmp_path / "table.json"
+    path.write_text(verified.TABLE_PATH.read_text())
+    before = json.loads(path.read_text())["entries"]
+    first = verified.VerifiedEntry(**before[0])
+    changed = verified.VerifiedEntry(first.block, first.params, {**first.figures, "latency_cycles": 99},
+                                     first.provenance)
+    verified.store([changed], path)
+    after = json.loads(path.read_text())["entries"]
+    assert len(after) == len(before)
+    assert verified.load(path).figure(first.block, "latency_cycles", **first.params) == 99

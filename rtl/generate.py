@@ -4,7 +4,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 from amaranth.hdl import Shape
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 
 from .params import Params
 from .registry import Block
@@ -21,11 +21,15 @@ def manifest(block: Block, params: Params, component: wiring.Component) -> dict:
              {"name": "rst", "direction": "input", "width": 1}]
     for path, member in component.signature.members.flatten():
         if member.is_port:
-            ports.append({
+            port = {
                 "name": "__".join(str(part) for part in path),
                 "direction": "input" if member.flow == wiring.In else "output",
                 "width": Shape.cast(member.shape).width,
-            })
+            }
+            if isinstance(member.shape, data.Layout):
+                port["fields"] = {name: {"offset": field.offset, "width": field.width}
+                                  for name, field in member.shape}
+            ports.append(port)
     return {
         "block": block.name,
         "summary": block.summary,

@@ -49,3 +49,8 @@ def require_choice(params: Params, field: str, choices: tuple[str, ...]) -> None
     value = getattr(params, field)
     if value not in choices:
         raise ValueError(f"{field}={value!r} is not one of {', '.join(choices)}")
+
+
+@dataclass(frozen=True)
+class NoParams(Params):
+    """The parameters of a block that has none; every block is still built from a dataclass."""

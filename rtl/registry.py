@@ -3,10 +3,10 @@ from dataclasses import dataclass
 
 from amaranth.lib import wiring
 
-from .fp.add import FP32Add, FP32AddParams
+from .fp.add import FP32Add
 from .fp.convert import FP32Narrow, FP32NarrowParams, ToFP32, ToFP32Params
-from .fp.multiply import FP16MulFP32, FP16MulFP32Params, FP32Mul, FP32MulParams
-from .params import Params
+from .fp.multiply import FP16MulFP32, FP32Mul
+from .params import NoParams, Params
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Block:
 BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("fp_to_fp32", ToFP32Params, ToFP32, "INT4/INT8/FP8/FP16/BF16 → FP32, exact"),
     Block("fp32_narrow", FP32NarrowParams, FP32Narrow, "FP32 → FP16/BF16, nearest-even or toward-zero + FTZ"),
-    Block("fp32_add", FP32AddParams, FP32Add, "FP32 adder, round-to-nearest-even"),
-    Block("fp32_mul", FP32MulParams, FP32Mul, "FP32 multiplier, round-to-nearest-even"),
-    Block("fp16_mul_fp32", FP16MulFP32Params, FP16MulFP32, "FP16 × FP16 → FP32, exact product"),
+    Block("fp32_add", NoParams, FP32Add, "FP32 adder, round-to-nearest-even"),
+    Block("fp32_mul", NoParams, FP32Mul, "FP32 multiplier, round-to-nearest-even"),
+    Block("fp16_mul_fp32", NoParams, FP16MulFP32, "FP16 × FP16 → FP32, exact product"),
 )}

@@ -42,3 +42,9 @@ def test_generate_writes_verilog_and_manifest(tmp_path) -> None:
 def test_generate_all_lints_clean(tmp_path) -> None:
     assert main(["generate", "all", "-o", str(tmp_path), "--lint"]) == 0
     assert {p.stem for p in tmp_path.glob("*.v")} == set(BLOCKS)
+
+
+def test_manifest_describes_struct_payload_fields(tmp_path) -> None:
+    assert main(["generate", "fp16_mul_fp32", "-o", str(tmp_path)]) == 0
+    ports = {p["name"]: p for p in json.loads((tmp_path / "fp16_mul_fp32.json").read_text())["ports"]}
+    assert ports["i__payload"]["fields"] == {"a": {"offset": 0, "width": 16}, "b": {"offset": 16, "width": 16}}

@@ -1,40 +1,14 @@
 """FP32 adder: IEEE 754 binary32 addition, round-to-nearest-even, subnormals in and out."""
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Const, Mux, Value
-from amaranth.lib import data
 
-from ..params import Params
-from ..pipeline import PipelinedUnit, Stages
+from ..pipeline import Stages
+from .binary import BinaryUnit
 from .bits import leading_zeros, round_nearest_even, shift_right_sticky, unpack
 from .formats import FP32
-
-OPERANDS = data.StructLayout({"a": FP32.width, "b": FP32.width})
 
 # The significand travels with two guard bits and a sticky bit below it, enough for a correctly rounded
 # sum: a difference that cancels more than one bit comes from operands at most one binade apart, exactly.
 _EXTRA = 3
-
-
-@dataclass(frozen=True)
-class FP32AddParams(Params):
-    """The FP32 adder has no parameters; the dataclass keeps every block built the same way."""
-
-
-class FP32Add(PipelinedUnit):
-    """a + b in FP32. −0 + −0 = −0, x − x = +0, inf − inf and NaN inputs → canonical NaN.
-
-    Stages: (1) unpack and order the operands by magnitude, (2) align and add, (3) normalize, round, pack.
-    """
-
-    latency = 3
-
-    def __init__(self, params: FP32AddParams = FP32AddParams()) -> None:
-        self.params = params
-        super().__init__(OPERANDS, FP32.width)
-
-    def datapath(self, stages: Stages, operands) -> Value:
-        return fp32_add(stages, operands.a, operands.b)
 
 
 def fp32_add(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
@@ -79,3 +53,14 @@ def fp32_add(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     result = Mux(total == 0, Cat(Const(0, 31), s2.both_negative), Cat(magnitude, s2.sign))
     result = Mux(s2.is_inf, Cat(Const(FP32.infinity, 31), s2.sign), result)
     return stages(result=Mux(s2.is_nan, FP32.canonical_nan, result)).result
+
+
+class FP32Add(BinaryUnit):
+    """a + b in FP32. −0 + −0 = −0, x − x = +0, inf − inf and NaN inputs → canonical NaN.
+
+    Stages: (1) unpack and order the operands by magnitude, (2) align and add, (3) normalize, round, pack.
+    """
+
+    latency = 3
+    operand_format = FP32
+    function = staticmethod(fp32_add)

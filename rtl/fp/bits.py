@@ -1,7 +1,7 @@
 """Bit-level building blocks shared by the floating-point units: unpacking, counting, shifting, rounding."""
 from typing import NamedTuple
 
-from amaranth.hdl import Cat, Const, Mux, Value, signed
+from amaranth.hdl import Cat, Const, Mux, Value
 from amaranth.utils import bits_for, ceil_log2
 
 from .formats import FloatFormat
@@ -81,12 +81,3 @@ def round_nearest_even(packed: Value, guard: Value, sticky: Value) -> Value:
     """
     return (packed + (guard & (sticky | packed[0])))[:len(packed)]
 
-
-def clamp_low(value: Value, low: int) -> Value:
-    """max(value, low) for a signed value."""
-    return Mux(value.as_signed() < low, low, value)
-
-
-def signed_width(*bounds: int) -> object:
-    """A signed shape wide enough for every bound given."""
-    return signed(max(bits_for(b, require_sign_bit=True) for b in bounds))

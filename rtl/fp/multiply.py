@@ -1,17 +1,10 @@
 """Floating-point multipliers: FP32 × FP32 (rounded) and FP16 × FP16 → FP32 (exact)."""
-from dataclasses import dataclass
+from amaranth.hdl import Cat, Mux, Value
 
-from amaranth.hdl import Cat, Const, Mux, Value
-from amaranth.lib import data
-
-from ..params import Params
-from ..pipeline import PipelinedUnit, Stages
+from ..pipeline import Stages
+from .binary import BinaryUnit
 from .bits import leading_zeros, round_nearest_even, shift_right_sticky, unpack
 from .formats import FP16, FP32, FloatFormat
-
-
-def _operands(fmt: FloatFormat) -> data.StructLayout:
-    return data.StructLayout({"a": fmt.width, "b": fmt.width})
 
 
 def _special_cases(a, b) -> dict[str, Value]:
@@ -35,27 +28,6 @@ def _finish(result_magnitude: Value, s) -> Value:
     magnitude = Mux(s.is_zero, 0, result_magnitude)
     magnitude = Mux(s.is_inf, FP32.infinity, magnitude)
     return Mux(s.is_nan, FP32.canonical_nan, Cat(magnitude[:31], s.sign))
-
-
-@dataclass(frozen=True)
-class FP32MulParams(Params):
-    """The FP32 multiplier has no parameters; the dataclass keeps every block built the same way."""
-
-
-class FP32Mul(PipelinedUnit):
-    """a × b in FP32, round-to-nearest-even, subnormals in and out, overflow to inf.
-
-    Stages: (1) unpack and normalize subnormal operands, (2) multiply significands, (3) normalize, round, pack.
-    """
-
-    latency = 3
-
-    def __init__(self, params: FP32MulParams = FP32MulParams()) -> None:
-        self.params = params
-        super().__init__(_operands(FP32), FP32.width)
-
-    def datapath(self, stages: Stages, operands) -> Value:
-        return fp32_mul(stages, operands.a, operands.b)
 
 
 def fp32_mul(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
@@ -82,27 +54,6 @@ def fp32_mul(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     return stages(result=_finish(magnitude, s2)).result
 
 
-@dataclass(frozen=True)
-class FP16MulFP32Params(Params):
-    """The FP16 × FP16 → FP32 multiplier has no parameters."""
-
-
-class FP16MulFP32(PipelinedUnit):
-    """a × b for FP16 inputs, exact in FP32: the 22-bit product never rounds, overflows or underflows.
-
-    Stages: (1) unpack, normalize and multiply the 11-bit significands, (2) normalize and pack.
-    """
-
-    latency = 2
-
-    def __init__(self, params: FP16MulFP32Params = FP16MulFP32Params()) -> None:
-        self.params = params
-        super().__init__(_operands(FP16), FP32.width)
-
-    def datapath(self, stages: Stages, operands) -> Value:
-        return fp16_mul_fp32(stages, operands.a, operands.b)
-
-
 def fp16_mul_fp32(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     """The exact-product datapath over two `stages`; the PNM lane's multiplier."""
     a_significand, a_exponent = _normalized(FP16, a_bits)
@@ -116,3 +67,25 @@ def fp16_mul_fp32(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     top = s1.product[21]
     fraction = Mux(top, s1.product[:21] << 2, s1.product[:20] << 3)[:FP32.mantissa_bits]
     return stages(result=_finish(Cat(fraction, (s1.exponent + top)[:8]), s1)).result
+
+
+class FP32Mul(BinaryUnit):
+    """a × b in FP32, round-to-nearest-even, subnormals in and out, overflow to inf.
+
+    Stages: (1) unpack and normalize subnormal operands, (2) multiply significands, (3) normalize, round, pack.
+    """
+
+    latency = 3
+    operand_format = FP32
+    function = staticmethod(fp32_mul)
+
+
+class FP16MulFP32(BinaryUnit):
+    """a × b for FP16 inputs, exact in FP32: the 22-bit product never rounds, overflows or underflows.
+
+    Stages: (1) unpack, normalize and multiply the 11-bit significands, (2) normalize and pack.
+    """
+
+    latency = 2
+    operand_format = FP16
+    function = staticmethod(fp16_mul_fp32)

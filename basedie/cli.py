@@ -51,6 +51,8 @@ def _add_bench_options(parser: argparse.ArgumentParser) -> None:
                         help="dump a VCD waveform of every bench (build/runs/<block>-<params>/dump.vcd)")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="benches run at once (default: one per core)")
+    parser.add_argument("--table", type=Path, default=None,
+                        help="the verified-figures table to update (default: sysmodel/data/verified_blocks.json)")
 
 
 def _block_names(name: str) -> list[str]:
@@ -102,25 +104,24 @@ def _generate(args) -> int:
 
 
 def _verify(args) -> int:
-    from sysmodel.verified import store
+    from sysmodel.verified import TABLE_PATH, store
     from tb.verify import verify
 
     names = _block_names(args.block)
+    table = args.table or TABLE_PATH
     started = time.monotonic()
     entries = verify(names, waves=args.waves, jobs=args.jobs)
-    store(entries)
-    _print_summary(entries, time.monotonic() - started)
+    store(entries, table)
+    _print_summary(entries, time.monotonic() - started, table)
     return 0
 
 
 def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
-    return status or _verify(argparse.Namespace(block="all", waves=args.waves, jobs=args.jobs))
+    return status or _verify(argparse.Namespace(block="all", waves=args.waves, jobs=args.jobs, table=args.table))
 
 
-def _print_summary(entries, seconds: float) -> None:
-    from sysmodel.verified import TABLE_PATH
-
+def _print_summary(entries, seconds: float, table: Path) -> None:
     rows = [("block", "parameters", "latency", "II", "beats/cycle", "vectors", "cycles")]
     for e in entries:
         f = e.figures
@@ -130,4 +131,4 @@ def _print_summary(entries, seconds: float) -> None:
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    print(f"{len(entries)} bench runs passed in {seconds:.0f} s; figures written to {TABLE_PATH}")
+    print(f"{len(entries)} bench runs passed in {seconds:.0f} s; figures written to {table}")

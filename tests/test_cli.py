@@ -48,3 +48,14 @@ def test_manifest_describes_struct_payload_fields(tmp_path) -> None:
     assert main(["generate", "fp16_mul_fp32", "-o", str(tmp_path)]) == 0
     ports = {p["name"]: p for p in json.loads((tmp_path / "fp16_mul_fp32.json").read_text())["ports"]}
     assert ports["i__payload"]["fields"] == {"a": {"offset": 0, "width": 16}, "b": {"offset": 16, "width": 16}}
+
+
+def test_verify_writes_entries_with_provenance(tmp_path, capsys) -> None:
+    table = tmp_path / "table.json"
+    assert main(["verify", "fp_to_fp32", "--jobs", "1", "--table", str(table)]) == 0
+    entries = json.loads(table.read_text())["entries"]
+    assert sorted(e["params"]["source"] for e in entries) == sorted(["int4", "int8", "fp8_e4m3", "fp16", "bf16"])
+    for e in entries:
+        assert e["figures"]["latency_cycles"] == 1 and e["figures"]["initiation_interval"] == 1
+        assert e["provenance"]["bench"] == "tb.fp.bench" and e["provenance"]["cycles_simulated"] > 0
+    assert "5 bench runs passed" in capsys.readouterr().out

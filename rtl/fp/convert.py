@@ -2,7 +2,6 @@
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Mux, Value
-from amaranth.utils import bits_for
 
 from ..params import Params, require_choice
 from ..pipeline import PipelinedUnit, Stages

@@ -107,7 +107,7 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
 
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False) -> dict:
-    """Run the cocotb bench `module` on a block; returns the figures the bench measured.
+    """Run the cocotb bench `module` on a block; returns the figures the bench measured (if any).
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
@@ -140,7 +140,7 @@ def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, param
     if failed or not tests:
         raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "
                           f"(log: {test_dir / 'sim.log'})")
-    figures = json.loads(figures_path.read_text())
+    figures = json.loads(figures_path.read_text()) if figures_path.exists() else {}
     if waves:
         figures["waveform"] = str(test_dir / "dump.vcd")
     return figures

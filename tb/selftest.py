@@ -1,0 +1,36 @@
+"""cocotb tests of the bench parts themselves, run on the smallest registered unit (fp_to_fp32, int4).
+
+They pin the sampling semantics that `HandshakeProbe` and every monitor rely on (shared TOOLCHAIN.md):
+right after `RisingEdge` a read returns the value from before the edge, after `ReadOnly` the value after it.
+"""
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from . import bench
+
+
+@cocotb.test()
+async def reads_after_rising_edge_see_the_pre_edge_value(dut):
+    await bench.start(dut)
+    dut.o__ready.value = 1
+    dut.i__payload.value = 1
+    dut.i__valid.value = 1
+    await RisingEdge(dut.clk)  # the beat enters the one-stage pipeline at this edge
+    dut.i__valid.value = 0
+    assert dut.o__valid.value == 0, "a read right after RisingEdge already saw the post-edge register"
+    await ReadOnly()
+    assert dut.o__valid.value == 1, "after ReadOnly the register should hold the beat"
+    assert int(dut.o__payload.value) == 0x3F800000  # int4 1 → FP32 1.0
+
+
+@cocotb.test()
+async def handshake_probe_counts_one_transfer_per_cycle(dut):
+    await bench.start(dut)
+    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
+    accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
+    await bench.send_all(src, range(10))
+    assert await bench.receive(snk, 10) == [0x0, 0x3F800000, 0x40000000, 0x40400000, 0x40800000,
+                                           0x40A00000, 0x40C00000, 0x40E00000, 0xC1000000, 0xC0E00000]
+    await RisingEdge(dut.clk)
+    assert len(accepted.cycles) == len(delivered.cycles) == 10
+    assert [b - a for a, b in zip(accepted.cycles, delivered.cycles)] == [1] * 10

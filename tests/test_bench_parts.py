@@ -1,0 +1,7 @@
+"""The shared bench parts behave as the benches assume (cocotb sampling semantics, probes, stream ends)."""
+from rtl.registry import BLOCKS
+from tb.runner import run_bench
+
+
+def test_bench_parts_selftest() -> None:
+    run_bench("fp_to_fp32", "tb.selftest", BLOCKS["fp_to_fp32"].params(source="int4"))

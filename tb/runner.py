@@ -106,14 +106,16 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
     return build_dir
 
 
-def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False) -> dict:
-    """Run the cocotb bench `module` on a block; returns the figures the bench measured (if any).
+def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
+              runs: Path = BUILD_ROOT / "runs") -> dict:
+    """Run the cocotb bench `module` on a block in `runs/<block>-<params>/`; returns the figures the
+    bench measured (if any).
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
     build_dir = build(block_name, params, waves)
     slug = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items())])
-    test_dir = BUILD_ROOT / "runs" / slug
+    test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)
     # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).
     with open(test_dir.with_name(slug + ".lock"), "w") as lock:

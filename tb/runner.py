@@ -115,8 +115,8 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
               runs: Path = BUILD_ROOT / "runs") -> dict:
-    """Run the cocotb bench `module` on a block in `runs/<block>-<params>/`; returns the figures the
-    bench measured (if any).
+    """Run the cocotb bench `module` on a block in `runs/<block>-<params>/` (log, results and, with
+    `waves`, dump.vcd); returns the figures the bench measured (if any).
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
@@ -149,8 +149,5 @@ def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, param
     if failed or not tests:
         raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "
                           f"(log: {test_dir / 'sim.log'})")
-    figures = json.loads(figures_path.read_text()) if figures_path.exists() else {}
-    if waves:
-        figures["waveform"] = str(test_dir / "dump.vcd")
-    return figures
+    return json.loads(figures_path.read_text()) if figures_path.exists() else {}
 

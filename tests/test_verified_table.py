@@ -33,6 +33,13 @@ def test_a_changed_rtl_makes_the_table_stale(tmp_path) -> None:
         verified.load(rtl=rtl_copy)
 
 
+def test_lookup_without_enough_parameters_is_refused() -> None:
+    table = verified.load()
+    with pytest.raises(KeyError, match="5 verified parameter sets"):
+        table.entry("fp_to_fp32")
+    assert table.figure("fp32_narrow", "latency_cycles", target="bf16", rounding="nearest_even") == 2
+
+
 def test_missing_table_and_unknown_figure(tmp_path) -> None:
     with pytest.raises(verified.StaleTableError, match="basedie verify"):
         verified.load(tmp_path / "absent.json")

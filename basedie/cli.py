@@ -126,12 +126,13 @@ def _run(args) -> int:
 
 
 def _print_summary(entries, seconds: float, table: Path) -> None:
-    rows = [("block", "parameters", "latency", "II", "beats/cycle", "vectors", "cycles")]
+    headline = ("latency_cycles", "initiation_interval", "beats_per_cycle", "vectors_checked")
+    rows = [("block", "parameters", "latency", "II", "beats/cycle", "vectors", "cycles", "other figures")]
     for e in entries:
         f = e.figures
         rows.append((e.block, ",".join(f"{k}={v}" for k, v in e.params.items()) or "-",
-                     str(f["latency_cycles"]), str(f["initiation_interval"]), str(f["beats_per_cycle"]),
-                     str(f["vectors_checked"]), str(e.provenance["cycles_simulated"])))
+                     *(str(f.get(name, "-")) for name in headline), str(e.provenance["cycles_simulated"]),
+                     str(len(set(f) - set(headline)))))
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))

@@ -9,6 +9,10 @@ class Bench:
     block: str
     module: str
     configs: tuple[dict, ...] = ({},)
+    """Parameter sets proved by both `pytest` and `basedie verify`."""
+    verify_only: tuple[dict, ...] = ()
+    """Parameter sets too slow to build on every test run (full-width datapaths): `basedie verify` proves them,
+    and `pytest` checks that the committed table holds their figures for the current RTL."""
 
 
 BENCHES: dict[str, Bench] = {bench.block: bench for bench in (

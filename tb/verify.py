@@ -8,9 +8,10 @@ from .benches import BENCHES
 from .runner import CLOCK_PERIOD_NS, run_bench, tool_versions
 
 
-def bench_runs(block_names: list[str]) -> list[tuple[str, dict]]:
+def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
     """Every (block, parameters) pair the benches of these blocks prove."""
-    return [(name, config) for name in block_names for config in BENCHES[name].configs]
+    return [(name, config) for name in block_names
+            for config in BENCHES[name].configs + (BENCHES[name].verify_only if include_verify_only else ())]
 
 
 def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEntry:

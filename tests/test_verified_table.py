@@ -14,8 +14,9 @@ def test_committed_table_matches_current_rtl() -> None:
     for block_name, config in bench_runs(list(BENCHES)):
         entry = table.entry(block_name, **config)
         unit = BLOCKS[block_name].component
-        assert entry.figures["latency_cycles"] == unit.latency
-        assert entry.figures["initiation_interval"] == unit.initiation_interval
+        if hasattr(unit, "latency"):  # fixed-latency units state it; blocks with data-dependent timing do not
+            assert entry.figures["latency_cycles"] == unit.latency
+            assert entry.figures["initiation_interval"] == unit.initiation_interval
         assert entry.provenance["cycles_simulated"] > 0
         assert {"verilator", "cocotb", "amaranth"} <= set(entry.provenance["tools"])
 

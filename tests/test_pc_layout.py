@@ -1,9 +1,15 @@
-"""StreamDQ's PC-aware layout: Tables 2 and 3 exactly, hand-worked placements, and the round trip
+"""StreamDQ's PC-aware layout: Tables 1, 2 and 3 exactly, hand-worked placements, and the round trip
 layout → golden DQB over every PC's streaming read → reassembly == direct dequantization."""
+import importlib.util
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from tb.models import dqb, fp
+from sysmodel import verified
+
+from tb.models import dqb, fp, lookup_table
 from tb.models import pc_layout as pl
 
 FORMATS = {4: ("int4",), 8: ("int8", "fp8_e4m3")}
@@ -48,6 +54,12 @@ def layout_overhead(layer: pl.QuantizedLayer, ig: int, num_pcs: int) -> float:
 @pytest.mark.parametrize("cell", sorted(pl.PAPER_TABLE_3))
 def test_table_3_every_cell(cell: tuple[int, int]) -> None:
     assert round(100 * pl.sz_read_fraction(*cell), 2) == pl.PAPER_TABLE_3[cell]
+
+
+@pytest.mark.parametrize("model", lookup_table.MODELS, ids=lambda model: model.name)
+def test_table_1_every_row(model: lookup_table.Model) -> None:
+    entries, size = lookup_table.PAPER_TABLE_1[model.name]
+    assert (model.entries, lookup_table.kilobytes(model.region_table_bytes)) == (entries, size)
 
 
 def test_interleaving_by_hand() -> None:
@@ -131,3 +143,29 @@ def test_bad_parameters_name_the_field() -> None:
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales, "int2", 64)
     with pytest.raises(ValueError, match="scales has shape"):
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales[:, :1], "int8", 64)
+
+
+def run_tables_script(argv: list[str]) -> None:
+    path = Path(__file__).parents[1] / "scripts" / "streamdq_tables.py"
+    spec = importlib.util.spec_from_file_location("streamdq_tables", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.main(argv)
+
+
+def test_tables_script_without_and_with_measured_fractions(tmp_path: Path, capsys) -> None:
+    run_tables_script(["--table", str(verified.TABLE_PATH)])  # the committed table: measured column if any
+    assert "Table 1" in capsys.readouterr().out
+    table = tmp_path / "table.json"
+    provenance = {"rtl_digest": verified.rtl_digest(), "cycles_simulated": 1}
+    cells = [{"weight_bits": 4, "group_size": 128, "fraction": 0.0376}]
+    table.write_text(json.dumps({"schema": verified.SCHEMA, "entries": [
+        {"block": "dqb", "params": {"interface_bits": 128}, "figures": {"sz_read_fraction": cells},
+         "provenance": provenance}]}))
+    run_tables_script(["--table", str(table)])
+    lines = capsys.readouterr().out.splitlines()
+    assert "measured #1: dqb interface_bits=128" in lines[[l.startswith("Table 3") for l in lines].index(True)]
+    row = next(line for line in lines if line.startswith("128 ") and "3.76 (3.76" in line)
+    assert row.split()[-2:] == ["3.76", "-"]
+    run_tables_script(["--table", str(tmp_path / "absent.json")])
+    assert "no measured column" in capsys.readouterr().out

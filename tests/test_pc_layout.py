@@ -155,6 +155,8 @@ def test_bad_parameters_name_the_field() -> None:
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales, "int8", 96)
     with pytest.raises(ValueError, match="weight_format="):
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales, "int2", 64)
+    with pytest.raises(ValueError, match="scales holds float16"):
+        pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales.view(np.float16), "int8", 64)
     with pytest.raises(ValueError, match="scales has shape"):
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales[:, :1], "int8", 64)
 

@@ -51,14 +51,14 @@ class MMU(wiring.Component):
         tag_layout = ports.tag_layout(p)
 
         # GPU request queue: requests from the die-to-die interface, as they came.
-        gpu_queue = queue(m, "gpu_queue", ports.gpu_request(p).size, p.gpu_queue_depth)
+        gpu_queue = queue(m, "gpu_queue", ports.gpu_request(p).size, p.queue_depth)
         m.d.comb += [gpu_queue.w_data.eq(self.gpu_req.payload), gpu_queue.w_en.eq(self.gpu_req.valid),
                      self.gpu_req.ready.eq(gpu_queue.w_rdy)]
         gpu_head = data.View(ports.gpu_request(p), gpu_queue.r_data)
 
         # GPU slots: the id and address of each GPU request the memory controller has not answered.
         slot_busy = Signal(p.gpu_outstanding)
-        slot_id = Array(Signal(p.gpu_id_width, name=f"slot{i}_id") for i in range(p.gpu_outstanding))
+        slot_id = Array(Signal(p.id_width, name=f"slot{i}_id") for i in range(p.gpu_outstanding))
         slot_addr = Array(Signal(p.block_addr_width, name=f"slot{i}_addr") for i in range(p.gpu_outstanding))
         slot_write = Array(Signal(name=f"slot{i}_write") for i in range(p.gpu_outstanding))
         free_slot = Signal(range(p.gpu_outstanding))
@@ -70,7 +70,7 @@ class MMU(wiring.Component):
         n = p.pending_entries
         entry_valid = Signal(n)
         entry_store = Array(Signal(name=f"entry{i}_store") for i in range(n))
-        entry_id = Array(Signal(p.pnm_id_width, name=f"entry{i}_id") for i in range(n))
+        entry_id = Array(Signal(p.id_width, name=f"entry{i}_id") for i in range(n))
         entry_dest = Array(Signal(p.buffer_addr_width, name=f"entry{i}_dest") for i in range(n))
         entry_fault = Array(Signal(Fault, name=f"entry{i}_fault") for i in range(n))
         entry_last = Array(Signal(range(p.max_sub_requests), name=f"entry{i}_last") for i in range(n))
@@ -91,7 +91,7 @@ class MMU(wiring.Component):
         # per cycle (§4.2). A refused instruction gets an entry with nothing to wait for: it completes at once.
         pnm_queue_layout = data.StructLayout({"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes,
                                               "tag": tag_layout})
-        pnm_queue = queue(m, "pnm_queue", pnm_queue_layout.size, p.pnm_queue_depth)
+        pnm_queue = queue(m, "pnm_queue", pnm_queue_layout.size, p.queue_depth)
         pnm_head = data.View(pnm_queue_layout, pnm_queue.r_data)
         lsu_busy = Signal()
         lsu_store = Signal()

@@ -24,10 +24,10 @@ class MMUParams(Params):
     """Byte-address width: a 64 GiB HBM4 stack."""
     data_width: int = 256
     """Bits per memory request: the 32-byte requests of §4.3."""
-    gpu_id_width: int = 8
-    pnm_id_width: int = 8
-    gpu_queue_depth: int = 16
-    pnm_queue_depth: int = 16
+    id_width: int = 8
+    """Width of GPU request ids and of PNM instruction ids."""
+    queue_depth: int = 16
+    """Entries of the GPU request queue and of the PNM request queue, each."""
     gpu_outstanding: int = 16
     """GPU requests issued to the memory controller and not yet answered."""
     pending_entries: int = 8
@@ -50,8 +50,8 @@ class MMUParams(Params):
         require_choice(self, "policy", POLICIES)
         if self.data_width < 8 or self.data_width & (self.data_width - 1):
             raise ValueError(f"data_width={self.data_width} is not a power of two >= 8")
-        for name in ("gpu_id_width", "pnm_id_width", "gpu_queue_depth", "pnm_queue_depth",
-                     "gpu_outstanding", "pending_entries", "max_sub_requests", "buffer_addr_width"):
+        for name in ("id_width", "queue_depth", "gpu_outstanding", "pending_entries", "max_sub_requests",
+                     "buffer_addr_width"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
         if not 0 <= self.protected_regions <= 64:

@@ -34,23 +34,23 @@ def tag_layout(p: MMUParams) -> data.StructLayout:
 
 def gpu_request(p: MMUParams) -> data.StructLayout:
     return data.StructLayout({"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes,
-                              "data": p.data_width, "id": p.gpu_id_width})
+                              "data": p.data_width, "id": p.id_width})
 
 
 def gpu_response(p: MMUParams) -> data.StructLayout:
     """Read data (or a write acknowledgement, data undefined) with the request's address and id."""
-    return data.StructLayout({"addr": p.block_addr_width, "write": 1, "data": p.data_width, "id": p.gpu_id_width})
+    return data.StructLayout({"addr": p.block_addr_width, "write": 1, "data": p.data_width, "id": p.id_width})
 
 
 def pnm_instruction(p: MMUParams) -> data.StructLayout:
     """A tensor load (memory → PNM buffer) or store (PNM buffer → memory): `size` bytes from byte
     address `base`, to or from buffer rows `dest`, `dest`+1, …"""
     return data.StructLayout({"base": p.addr_width, "size": size_width(p), "dest": p.buffer_addr_width,
-                              "store": 1, "id": p.pnm_id_width})
+                              "store": 1, "id": p.id_width})
 
 
 def completion(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"id": p.pnm_id_width, "dest": p.buffer_addr_width, "store": 1, "fault": Fault})
+    return data.StructLayout({"id": p.id_width, "dest": p.buffer_addr_width, "store": 1, "fault": Fault})
 
 
 def mc_request(p: MMUParams) -> data.StructLayout:

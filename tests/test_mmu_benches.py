@@ -1,9 +1,14 @@
-"""Build the DuoPD MMU under Verilator and run its cocotb bench for every parameter set it proves."""
+"""Build the DuoPD MMU under Verilator and run its cocotb bench for every parameter set it proves; a planted
+protection bug must make the bench fail."""
+import xml.etree.ElementTree as ET
+
 import pytest
 
+from rtl.mmu import mmu
 from rtl.mmu.params import POLICIES, MMUParams
+from rtl.mmu.ports import Fault
 from tb.benches import BENCHES
-from tb.runner import run_bench
+from tb.runner import BenchFailed, run_bench
 from tb.verify import bench_runs
 
 RUNS = bench_runs(["mmu"], include_verify_only=False)
@@ -26,3 +31,15 @@ def test_bad_parameters_name_the_field() -> None:
                          ("wrr_weight_gpu", 0), ("addr_width", 8), ("protected_regions", -1)):
         with pytest.raises(ValueError, match=field):
             MMUParams(**{field: value})
+
+
+def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
+    """Plant the bug the protection check exists for: the LSU lets every instruction through."""
+    monkeypatch.setattr(mmu, "fault_of", lambda m, p, instruction, config: Fault.NONE)
+    monkeypatch.setenv("COCOTB_TEST_FILTER", "protection_faults")  # the one test that needs to see it
+    # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
+    with pytest.raises((SystemExit, BenchFailed)):
+        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path)
+    results = ET.parse(next(tmp_path.glob("mmu-*/results.xml")))
+    assert {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None} \
+        == {"protection_faults"}

@@ -103,6 +103,7 @@ class Harness:
         self.mc_log: list[dict] = []
         self.pending_responses: list = []
         self.sequence = 0
+        self.latest_answered, self.overtaken = -1, 0  # responses that overtook an earlier request's
         self.load_row, self.store_row = 0, self.buffer_rows // 2
         for probe in self.probes.values():
             probe.cycles.clear()
@@ -136,7 +137,9 @@ class Harness:
         while True:
             await RisingEdge(self.dut.clk)
             while self.pending_responses and self.pending_responses[0][0] <= self.cycle.now:
-                _, _, response = heapq.heappop(self.pending_responses)
+                _, sequence, response = heapq.heappop(self.pending_responses)
+                self.overtaken += sequence < self.latest_answered
+                self.latest_answered = max(self.latest_answered, sequence)
                 self.sources["mc_resp"].send_nowait(bench.StreamTransaction(payload=response))
 
     async def _buffer(self) -> None:

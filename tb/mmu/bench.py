@@ -5,8 +5,6 @@ Figures (README, "DuoPD MMU arbiter"): `latency_cycles_gpu`/`_pnm` from handshak
 `requests_per_cycle_saturated`; `arbitration`, one dict per (policy, offered GPU load, offered PNM load);
 `worst_gpu_wait_decode_first`, `worst_pnm_wait_prefill_first`.
 """
-import random
-
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
@@ -15,7 +13,7 @@ from rtl.mmu.params import POLICIES, REG_REGION_BASE, REG_REGION_LIMIT
 
 from .. import bench
 from ..models import mmu as model
-from .harness import MIB, PNM_STORE_SPACE, PROTECTED, Harness
+from .harness import PNM_STORE_SPACE, PROTECTED, Harness
 
 GRID_LOADS = (0.25, 0.5, 1.0)       # requests per cycle offered by each source
 GRID_CYCLES = 1_000                  # cycles of offered traffic per grid point

@@ -13,6 +13,7 @@ from tb.runner import BenchFailed, run_bench
 from tb.verify import bench_runs
 
 RUNS = bench_runs(["mmu"], include_verify_only=False)
+SMALL = MMUParams(data_width=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
 
 
 @pytest.mark.parametrize("config", [c for _, c in RUNS],
@@ -36,12 +37,13 @@ def test_bad_parameters_name_the_field() -> None:
 
 
 def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
-    """Plant the bug the protection check exists for: the LSU lets every instruction through."""
+    """Plant the bug the protection check exists for: the LSU lets every instruction through. A narrow, small
+    configuration builds in a fraction of the default's time and runs the same protection test."""
     monkeypatch.setattr(mmu, "fault_of", lambda m, p, instruction, config: Fault.NONE)
     monkeypatch.setenv("COCOTB_TEST_FILTER", "protection_faults")  # the one test that needs to see it
     # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path)
+        run_bench("mmu", BENCHES["mmu"].module, SMALL, runs=tmp_path)
     results = ET.parse(next(tmp_path.glob("mmu-*/results.xml")))
     assert {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None} \
         == {"protection_faults"}

@@ -212,7 +212,7 @@ async def protection_faults(dut):
         h.tensor(store=True, size=rb, base=top),                           # starts at the memory size
         h.tensor(store=False, size=0),                                     # empty
         h.tensor(store=False, size=h.p.max_tensor_bytes + 1),              # too large for the bitmap
-        h.tensor(store=False, size=rb, base=PNM_STORE_SPACE[0] + 4),       # unaligned base
+        h.tensor(store=False, size=rb, base=PNM_STORE_SPACE[0] + 1),       # unaligned base
         h.tensor(store=True, size=h.p.max_tensor_bytes),                   # largest tensor: fine
     ]
     cases.append(model.Instruction(base=0, size=2 * rb, dest=h.buffer_rows - 1, store=False, id=99))  # rows overflow

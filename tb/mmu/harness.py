@@ -220,7 +220,7 @@ class Harness:
                            buffer_rows=self.buffer_rows, memory_size=self.memory_size, regions=self.regions)
 
     # ---- completion and checking --------------------------------------------------------------------
-    async def drain(self, timeout_cycles: int = 200_000) -> None:
+    async def drain(self, timeout_cycles: int = 20_000) -> None:
         """Wait until every offered request has its response and every instruction its completion."""
         for _ in range(timeout_cycles // 16):
             if (len(self.probes["gpu_resp"].cycles) >= len(self.offered.gpu)

@@ -23,4 +23,5 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     Bench("fp32_add", "tb.fp.bench"),
     Bench("fp32_mul", "tb.fp.bench"),
     Bench("fp16_mul_fp32", "tb.fp.bench"),
+    Bench("mmu", "tb.mmu.bench", ({"out_of_order": False}, {"out_of_order": True})),
 )}

@@ -1,0 +1,86 @@
+"""Parameters of the DuoPD MMU arbiter (§4.2, §4.3 Fig. 8, §5.3) and the register map of its config port."""
+from dataclasses import dataclass
+
+from ..params import Params, require_choice
+
+POLICIES = ("prefill_first", "decode_first", "mixed")
+"""Arbitration policies of Fig. 9, in the encoding of the POLICY register: GPU priority, PNM priority,
+weighted round robin."""
+
+WEIGHT_WIDTH = 8
+
+# Config-port register numbers; a write to any other number, or of an invalid value, is ignored.
+REG_POLICY = 0          # 0 prefill_first, 1 decode_first, 2 mixed (3 is ignored)
+REG_WEIGHT_GPU = 1      # WRR grants in a row for the GPU, 1..255 (0 is ignored)
+REG_WEIGHT_PNM = 2      # WRR grants in a row for the PNM, 1..255 (0 is ignored)
+REG_MEMORY_SIZE = 3     # bytes of configured memory; PNM accesses must end at or below it
+REG_REGION_BASE = 4     # + 2*i: base byte address of protected (model-parameter) region i
+REG_REGION_LIMIT = 5    # + 2*i: end byte address (exclusive) of region i; limit <= base disables it
+
+
+@dataclass(frozen=True)
+class MMUParams(Params):
+    addr_width: int = 36
+    """Byte-address width: a 64 GiB HBM4 stack."""
+    data_width: int = 256
+    """Bits per memory request: the 32-byte requests of §4.3."""
+    id_width: int = 8
+    """Width of GPU request ids and of PNM instruction ids."""
+    queue_depth: int = 16
+    """Entries of the GPU request queue and of the PNM request queue, each."""
+    gpu_outstanding: int = 16
+    """GPU requests issued to the memory controller and not yet answered."""
+    pending_entries: int = 8
+    """PNM pending-table entries, one per tensor in flight."""
+    max_sub_requests: int = 32
+    """Bitmap width: the largest tensor is this many 32-byte requests (the PNM buffer's 32 entries per
+    pseudo channel, §4.2)."""
+    protected_regions: int = 2
+    buffer_addr_width: int = 15
+    """PNM buffer row address (one row = one request): 1 MiB of 32-byte rows (§4.2)."""
+    out_of_order: bool = False
+    """Memory responses may return in any order and carry the request's tag; otherwise they return in
+    request order and the memory-controller ports carry no tag (the paper's deterministic MC)."""
+    policy: str = "prefill_first"
+    """Policy after reset; the paper's best end-to-end choice (§4.3)."""
+    wrr_weight_gpu: int = 1
+    wrr_weight_pnm: int = 1
+
+    def validate(self) -> None:
+        require_choice(self, "policy", POLICIES)
+        if self.data_width < 8 or self.data_width & (self.data_width - 1):
+            raise ValueError(f"data_width={self.data_width} is not a power of two >= 8")
+        for name in ("id_width", "queue_depth", "gpu_outstanding", "pending_entries", "max_sub_requests",
+                     "buffer_addr_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if not 0 <= self.protected_regions <= 64:
+            raise ValueError(f"protected_regions={self.protected_regions} must be 0..64")
+        if not self.max_tensor_bytes.bit_length() < self.addr_width <= 64:
+            raise ValueError(f"addr_width={self.addr_width} must be {self.max_tensor_bytes.bit_length() + 1}..64 "
+                             f"(the largest tensor must fit in the address space)")
+        for name in ("wrr_weight_gpu", "wrr_weight_pnm"):
+            if not 1 <= getattr(self, name) < 2 ** WEIGHT_WIDTH:
+                raise ValueError(f"{name}={getattr(self, name)} must be 1..{2 ** WEIGHT_WIDTH - 1}")
+
+    @property
+    def request_bytes(self) -> int:
+        return self.data_width // 8
+
+    @property
+    def offset_bits(self) -> int:
+        """Low byte-address bits inside one request."""
+        return (self.request_bytes - 1).bit_length()
+
+    @property
+    def block_addr_width(self) -> int:
+        """Width of a request (block) address: memory-controller and GPU addresses count requests."""
+        return self.addr_width - self.offset_bits
+
+    @property
+    def max_tensor_bytes(self) -> int:
+        return self.max_sub_requests * self.request_bytes
+
+    @property
+    def config_registers(self) -> int:
+        return REG_REGION_BASE + 2 * self.protected_regions

@@ -1,0 +1,1 @@
+"""cocotb bench of the DuoPD MMU arbiter (`rtl.mmu`)."""

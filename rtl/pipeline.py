@@ -34,6 +34,19 @@ class Stages:
             raise ValueError(f"parallel datapaths of unequal depth {sorted(depths)} would misalign")
         return max([self.count, *depths])
 
+    def nets(self, **values: Value | int) -> SimpleNamespace:
+        """Name combinational values that are read more than once, without a register.
+
+        Amaranth emits an expression again at every use, so a shared sub-expression (a leading-zero count
+        feeding a shift and an exponent) would be duplicated in the Verilog, and in trees exponentially.
+        """
+        nets = {}
+        for name, value in values.items():
+            value = Value.cast(value)
+            nets[name] = Signal(value.shape(), name=f"c{self.count}_{name}")
+            self.m.d.comb += nets[name].eq(value)
+        return SimpleNamespace(**nets)
+
     def __call__(self, **values: Value | int) -> SimpleNamespace:
         self.count += 1
         registers = {}

@@ -30,8 +30,8 @@ def fp32_add(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
         both_negative=a.sign & b.sign,
     )
 
-    aligned, shifted_out = shift_right_sticky(Cat(Const(0, _EXTRA), s1.small), s1.distance[:8])
-    aligned = aligned | shifted_out
+    aligned = stages.nets(aligned=Cat(*shift_right_sticky(Cat(Const(0, _EXTRA), s1.small), s1.distance[:8]))).aligned
+    aligned = aligned[:-1] | aligned[-1]  # the sticky bit joins the LSB
     large_extended = Cat(Const(0, _EXTRA), s1.large)
     s2 = stages(
         sign=s1.sign, exponent=s1.exponent, is_nan=s1.is_nan, is_inf=s1.is_inf,
@@ -43,12 +43,13 @@ def fp32_add(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     total = s2.total
     carried = total[27]
     # Cancellation: shift the leading one up, but not below the smallest exponent (then it is subnormal).
-    zeros = leading_zeros(total[:27])
-    shift = Mux(zeros < s2.exponent - 1, zeros, s2.exponent - 1)[:len(zeros)]
-    normalized = Mux(carried, Cat(total[0] | total[1], total[2:28]), (total[:27] << shift)[:27])
-    exponent = Mux(carried, s2.exponent + 1, s2.exponent - shift)
-    packed = Cat(normalized[_EXTRA:26], Mux(normalized[26], exponent, 0)[:8])
-    rounded = round_nearest_even(packed, normalized[2], normalized[1] | normalized[0])
+    zeros = stages.nets(zeros=leading_zeros(total[:27])).zeros
+    shift = stages.nets(shift=Mux(zeros < s2.exponent - 1, zeros, s2.exponent - 1)[:len(zeros)]).shift
+    n = stages.nets(normalized=Mux(carried, Cat(total[0] | total[1], total[2:28]), (total[:27] << shift)[:27]),
+                    exponent=Mux(carried, s2.exponent + 1, s2.exponent - shift))
+    packed = Cat(n.normalized[_EXTRA:26], Mux(n.normalized[26], n.exponent, 0)[:8])
+    rounded = round_nearest_even(packed, n.normalized[2], n.normalized[1] | n.normalized[0])
+    exponent = n.exponent
     magnitude = Mux(s2.is_inf | (exponent >= FP32.exponent_max), FP32.infinity, rounded)
     result = Mux(total == 0, Cat(Const(0, 31), s2.both_negative), Cat(magnitude, s2.sign))
     result = Mux(s2.is_inf, Cat(Const(FP32.infinity, 31), s2.sign), result)

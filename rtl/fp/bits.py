@@ -50,18 +50,17 @@ def leading_zeros(value: Value) -> Value:
     padded_width = 1 << ceil_log2(max(width, 1))
     # Ones appended below the LSB do not change the count of a nonzero value and stop a zero one at `width`.
     padded = Cat(Const(-1, padded_width - width), value) if padded_width > width else value
-    count, _ = _leading_zeros_tree(padded)
-    return count
+    return _leading_zeros_tree(padded)
 
 
-def _leading_zeros_tree(value: Value) -> tuple[Value, Value]:
+def _leading_zeros_tree(value: Value) -> Value:
+    # Each node tests its upper half for zero afresh instead of reusing the child's flag: Amaranth emits a
+    # Value object once per use, so a flag shared by two parents would double at every level of the tree.
     if len(value) == 1:
-        return ~value[0], ~value[0]
+        return ~value[0]
     half = len(value) // 2
-    high_count, high_zero = _leading_zeros_tree(value[half:])
-    low_count, low_zero = _leading_zeros_tree(value[:half])
-    count = Mux(high_zero, half + low_count, high_count)
-    return count[:bits_for(2 * half)], high_zero & low_zero
+    count = Mux(value[half:].any(), _leading_zeros_tree(value[half:]), half + _leading_zeros_tree(value[:half]))
+    return count[:bits_for(2 * half)]
 
 
 def shift_right_sticky(value: Value, amount: Value) -> tuple[Value, Value]:

@@ -17,10 +17,10 @@ def _special_cases(a, b) -> dict[str, Value]:
     }
 
 
-def _normalized(fmt: FloatFormat, bits: Value) -> tuple[Value, Value]:
+def _normalized(stages: Stages, fmt: FloatFormat, bits: Value) -> tuple[Value, Value]:
     """Significand with its leading one at the top, and the (possibly negative) exponent that goes with it."""
     f = unpack(fmt, bits)
-    shift = leading_zeros(f.significand)
+    shift = stages.nets(shift=leading_zeros(f.significand)).shift
     return (f.significand << shift)[:fmt.mantissa_bits + 1], f.exponent - shift
 
 
@@ -32,8 +32,8 @@ def _finish(result_magnitude: Value, s) -> Value:
 
 def fp32_mul(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     """The multiplier's datapath over three `stages`; reusable inside wider pipelines."""
-    a_significand, a_exponent = _normalized(FP32, a_bits)
-    b_significand, b_exponent = _normalized(FP32, b_bits)
+    a_significand, a_exponent = _normalized(stages, FP32, a_bits)
+    b_significand, b_exponent = _normalized(stages, FP32, b_bits)
     s1 = stages(
         a=a_significand, b=b_significand,
         # Biased exponent of the product while its leading one sits at bit 46 of the 48-bit product.
@@ -44,20 +44,21 @@ def fp32_mul(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
                 sign=s1.sign, is_nan=s1.is_nan, is_inf=s1.is_inf, is_zero=s1.is_zero)
 
     top = s2.product[47]
-    normalized = Mux(top, s2.product, s2.product << 1)[:48]  # leading one at bit 47
-    exponent = s2.exponent + top
+    n = stages.nets(normalized=Mux(top, s2.product, s2.product << 1)[:48],  # leading one at bit 47
+                    exponent=s2.exponent + top)
+    exponent = n.exponent
     subnormal = exponent < 1
-    aligned, shifted_out = shift_right_sticky(normalized, Mux(subnormal, 1 - exponent, 0)[:10])
+    aligned = stages.nets(aligned=Cat(*shift_right_sticky(n.normalized, Mux(subnormal, 1 - exponent, 0)[:10]))).aligned
     packed = Cat(aligned[24:47], Mux(subnormal, 0, exponent)[:8])
-    rounded = round_nearest_even(packed, aligned[23], (aligned[:23] != 0) | shifted_out)
+    rounded = round_nearest_even(packed, aligned[23], (aligned[:23] != 0) | aligned[48])
     magnitude = Mux(exponent >= FP32.exponent_max, FP32.infinity, rounded)
     return stages(result=_finish(magnitude, s2)).result
 
 
 def fp16_mul_fp32(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     """The exact-product datapath over two `stages`; the PNM lane's multiplier."""
-    a_significand, a_exponent = _normalized(FP16, a_bits)
-    b_significand, b_exponent = _normalized(FP16, b_bits)
+    a_significand, a_exponent = _normalized(stages, FP16, a_bits)
+    b_significand, b_exponent = _normalized(stages, FP16, b_bits)
     s1 = stages(
         product=a_significand * b_significand,
         # FP32 biased exponent of the product while its leading one sits at bit 20 of the 22-bit product.

@@ -7,6 +7,9 @@ from .fp.add import FP32Add
 from .fp.convert import FP32Narrow, FP32NarrowParams, ToFP32, ToFP32Params
 from .fp.multiply import FP16MulFP32, FP32Mul
 from .params import NoParams, Params
+from .pnm.array import PNMArray
+from .pnm.lane import PNMLane
+from .pnm.params import ArrayParams, LaneParams
 
 
 @dataclass(frozen=True)
@@ -26,4 +29,6 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("fp32_add", NoParams, FP32Add, "FP32 adder, round-to-nearest-even"),
     Block("fp32_mul", NoParams, FP32Mul, "FP32 multiplier, round-to-nearest-even"),
     Block("fp16_mul_fp32", NoParams, FP16MulFP32, "FP16 × FP16 → FP32, exact product"),
+    Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes"),
+    Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand"),
 )}

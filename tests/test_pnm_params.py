@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """PNM parameters: the paper's defaults, and invalid values rejected by name."""
 import pytest
 

@@ -53,7 +53,7 @@ def run(a: np.ndarray, b: np.ndarray, mode: np.ndarray, clear: np.ndarray, emit:
         sublane_width: int, fan_in: int) -> list[Output]:
     """The output beats of a stream of input beats. `a`, `b`: (beats, lanes, width) FP16 bits, the operands
     each lane multiplies; `mode`, `clear`, `emit`: (beats,) controls shared by the lanes."""
-    beats, lanes, width = a.shape
+    beats, lanes = a.shape[:2]
     sums = sublane_sums(a, b, sublane_width, fan_in)  # (beats, lanes, sublanes)
     dots = tree_sum(sums, fan_in)  # (beats, lanes)
     accumulator = np.zeros(lanes, np.uint32)
@@ -73,7 +73,7 @@ def array_operands(memory: np.ndarray, buffer: np.ndarray, mode: np.ndarray,
     """What each lane of the array multiplies: `memory` (beats, width) is broadcast to every lane; in
     attention mode each lane's query (the first `sublane_width` elements of its `buffer` row) is broadcast
     across its sublanes. Returns `a`, `b` of shape (beats, lanes, width)."""
-    beats, lanes, width = buffer.shape
+    width = buffer.shape[-1]
     query = np.tile(buffer[..., :sublane_width], width // sublane_width)
     a = np.where((mode == ATTENTION)[:, None, None], query, buffer)
     b = np.broadcast_to(memory[:, None, :], a.shape)

@@ -52,9 +52,6 @@ class Beats:
         return Beats(*(np.concatenate([getattr(self, f), getattr(other, f)])
                        for f in ("x", "y", "mode", "clear", "emit")))
 
-    def __getitem__(self, index) -> "Beats":
-        return Beats(self.x[index], self.y[index], self.mode[index], self.clear[index], self.emit[index])
-
 
 class Layout:
     """The block's payload layout and golden model, seen from the bench."""

@@ -9,6 +9,9 @@ from .fp.multiply import FP16MulFP32, FP32Mul
 from .mmu.mmu import MMU
 from .mmu.params import MMUParams
 from .params import NoParams, Params
+from .pnm.array import PNMArray
+from .pnm.lane import PNMLane
+from .pnm.params import ArrayParams, LaneParams
 
 
 @dataclass(frozen=True)
@@ -29,4 +32,6 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("fp32_mul", NoParams, FP32Mul, "FP32 multiplier, round-to-nearest-even"),
     Block("fp16_mul_fp32", NoParams, FP16MulFP32, "FP16 × FP16 → FP32, exact product"),
     Block("mmu", MMUParams, MMU, "DuoPD MMU: GPU/PNM queues, protected PNM LSU, arbiter, pending tables"),
+    Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes"),
+    Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand"),
 )}

@@ -24,4 +24,9 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     Bench("fp32_mul", "tb.fp.bench"),
     Bench("fp16_mul_fp32", "tb.fp.bench"),
     Bench("mmu", "tb.mmu.bench", ({"out_of_order": False}, {"out_of_order": True})),
+    # Each FP32 adder is ~0.26 MB of Verilog and about a minute of Verilator build on 2 loaded cores, so
+    # pytest proves 2-wide lanes (two 1-wide sublanes); see the README section on the PNM lane.
+    Bench("pnm_lane", "tb.pnm.bench", ({"width": 2, "sublane_width": 1},),
+          verify_only=({"width": 8, "sublane_width": 2},)),
+    Bench("pnm_array", "tb.pnm.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},)),
 )}

@@ -1,0 +1,155 @@
+"""The pipeline shared by the PNM lane and the compute array: FP16 products, FP32 adder trees, accumulators.
+
+Every lane multiplies `width` FP16 operand pairs exactly into FP32 (`fp16_mul_fp32`, 2 stages) and reduces
+them with FP32 round-to-nearest-even additions (`fp32_add`, 3 stages per tree level) in one fixed order:
+a balanced pairwise tree over adjacent elements. Adder-tree nodes of `tree_fan_in` inputs, each a balanced
+binary tree inside, compose to exactly this network for every power-of-two width, sublane width and fan-in,
+so the fan-in fixes the description (paper §4.2: 8-way adder trees) but never the order. After
+log2(`sublane_width`) levels the partial sums are the sublane dot products (attention mode); the remaining
+levels sum the sublane sums into the lane's dot product (MLP mode). One last stage either emits the sublane
+sums or folds the dot product into the lane's FP32 accumulator.
+"""
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ..fp.add import fp32_add
+from ..fp.formats import FP32
+from ..fp.multiply import fp16_mul_fp32
+from ..pipeline import Stages
+from .params import LaneParams
+
+MULTIPLY_STAGES = 2  # fp16_mul_fp32
+ADD_STAGES = 3  # fp32_add
+
+
+class Mode(enum.Enum, shape=1):
+    """MLP: dot products of the whole lane, accumulated across beats. ATTENTION: one dot product per sublane."""
+
+    MLP = 0
+    ATTENTION = 1
+
+
+def control_fields() -> dict:
+    """Per-beat controls. `clear`: this MLP beat starts a new sum (the accumulator takes the beat's dot product
+    as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
+    beats ignore both, always emit, and leave the accumulators untouched."""
+    return {"mode": Mode, "clear": 1, "emit": 1}
+
+
+def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
+    """`accumulator` is meaningful in MLP mode and `sublane_sums` in attention mode; the other is zero."""
+    accumulator = FP32.width if lanes is None else data.ArrayLayout(FP32.width, lanes)
+    sums = data.ArrayLayout(FP32.width, params.sublanes)
+    return data.StructLayout({
+        "mode": Mode,
+        "accumulator": accumulator,
+        "sublane_sums": sums if lanes is None else data.ArrayLayout(sums, lanes),
+    })
+
+
+class _WithinCycle:
+    """Stands in for `Stages` with wires instead of registers: `fp32_add` evaluated within one cycle. The
+    accumulator needs its sum within one cycle to take a new dot product every cycle (II = 1) in plain
+    sequential order. Named wires (not bare expressions) keep the adder's shared terms shared."""
+
+    def __init__(self, m: Module, name: str) -> None:
+        self.m, self.name, self.count = m, name, 0
+
+    def __call__(self, **values: Value | int) -> SimpleNamespace:
+        self.count += 1
+        wires = {}
+        for field, value in values.items():
+            value = Value.cast(value)
+            wires[field] = Signal(value.shape(), name=f"{self.name}_w{self.count}_{field}")
+            self.m.d.comb += wires[field].eq(value)
+        return SimpleNamespace(**wires)
+
+
+def latency_of(params: LaneParams) -> int:
+    """Multiply, log2(width) adder levels, and the accumulate/emit stage."""
+    return MULTIPLY_STAGES + ADD_STAGES * exact_log2(params.width) + 1
+
+
+class SIMDPipeline(wiring.Component):
+    """`lanes` SIMD lanes in lockstep between a stream input `i` and a stream output `o`, one beat per cycle.
+
+    Like `rtl.pipeline.PipelinedUnit`, every stage advances whenever the output register can move, so a
+    stalled output holds the whole pipeline and `i.ready` is that advance condition. MLP beats without `emit`
+    produce no output beat. Subclasses route their payload to each lane's operands in `operands`.
+    """
+
+    initiation_interval = 1
+
+    def __init__(self, params: LaneParams, in_layout: data.StructLayout, lanes: int | None) -> None:
+        self.params = params
+        self.latency = latency_of(params)
+        self._lanes = 1 if lanes is None else lanes
+        super().__init__({"i": In(stream.Signature(in_layout)),
+                          "o": Out(stream.Signature(output_layout(params, lanes)))})
+
+    def operands(self, payload) -> list[tuple[list[Value], list[Value]]]:
+        """For every lane, its `width` FP16 `a` and `b` operands (sublane s holds elements s·sublane_width…)."""
+        raise NotImplementedError
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        advance = Signal()
+        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+        payload = self.i.payload
+        # Values travelling beside the trees: the beat's controls, then the finished sublane sums.
+        carried = {"valid": self.i.valid, "attention": payload.mode == Mode.ATTENTION,
+                   "clear": payload.clear, "emit": payload.emit}
+
+        level = Stages(m, advance)
+        partials = [[fp16_mul_fp32(level.fork(), a, b) for a, b in zip(*lane)] for lane in self.operands(payload)]
+        carried = self._carry(level, MULTIPLY_STAGES, carried)
+        count = level.depth
+
+        sublane_levels = exact_log2(self.params.sublane_width)
+        for depth in range(exact_log2(self.params.width)):
+            if depth == sublane_levels:
+                carried |= {f"sum{lane}_{s}": value for lane, sums in enumerate(partials)
+                            for s, value in enumerate(sums)}
+            level = Stages(m, advance, count)
+            partials = [[fp32_add(level.fork(), sums[k], sums[k + 1]) for k in range(0, len(sums), 2)]
+                        for sums in partials]
+            carried = self._carry(level, ADD_STAGES, carried)
+            count = level.depth
+        if sublane_levels == exact_log2(self.params.width):  # one sublane: its sum is the lane's
+            carried |= {f"sum{lane}_0": sums[0] for lane, sums in enumerate(partials)}
+
+        c = SimpleNamespace(**carried)
+        mlp_beat = c.valid & ~c.attention
+        output = Stages(m, advance, count)
+        accumulators = []
+        for lane, (dot,) in enumerate(partials):
+            accumulator = Signal(FP32.width, name=f"lane{lane}_accumulator")
+            following = Mux(c.clear, dot, fp32_add(_WithinCycle(m, f"lane{lane}_sum"), accumulator, dot))
+            with m.If(advance & mlp_beat):
+                m.d.sync += accumulator.eq(following)
+            accumulators.append(Mux(c.attention, 0, following))
+        sums = [Mux(c.attention, carried[f"sum{lane}_{s}"], 0)
+                for lane in range(self._lanes) for s in range(self.params.sublanes)]
+        out = output(valid=c.valid & (c.attention | c.emit), mode=c.attention,
+                     accumulator=Cat(*accumulators), sublane_sums=Cat(*sums))
+        if output.depth != self.latency:
+            raise AssertionError(f"latency {self.latency} stated, {output.depth} stages built")
+
+        m.d.comb += [
+            self.i.ready.eq(advance),
+            self.o.valid.eq(out.valid),
+            Value.cast(self.o.payload).eq(Cat(out.mode, out.accumulator, out.sublane_sums)),
+        ]
+        return m
+
+    @staticmethod
+    def _carry(level: Stages, stages: int, values: dict) -> dict:
+        """Register `values` through `stages` stages beside the datapaths of this level."""
+        beside = level.fork()
+        for _ in range(stages):
+            values = vars(beside(**values))
+        return values

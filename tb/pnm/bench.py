@@ -1,0 +1,199 @@
+"""cocotb bench of the PNM lane and array: stated latency and II, bit-exact results in both modes with mode
+switches, specials, long accumulations, random back-pressure, reset mid-stream, and (array) utilization.
+
+The host runner names the block and its parameters; results come from `tb.models.pnm`.
+"""
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from rtl.pnm.simd import SIMDPipeline, latency_of
+from rtl.registry import BLOCKS
+
+from .. import bench
+from ..models import fp, pnm
+from .stimulus import Beats, Layout, directed
+
+TIMING_BEATS = 512  # an uninterrupted stream for the II and the sustained operand rate
+RANDOM_BEATS = 600
+LONG_ACCUMULATION = 300  # beats of one MLP sum, emitted every 50 beats
+BACK_PRESSURE_BEATS = 400
+UTILIZATION_BEATS = 256  # beats per pass of each utilization workload
+TIMEOUT_US = 100  # simulated time (1 ns cycles) after which a test that waits for beats fails as hung
+
+
+def _setup() -> tuple[int, Layout]:
+    """The latency the block states for its parameters, and its payload layout."""
+    cfg = bench.config()
+    params = BLOCKS[cfg["block"]].params(**cfg["params"])
+    return latency_of(params), Layout(cfg["block"], params)
+
+
+def _ends(dut) -> tuple[bench.StreamSource, bench.StreamSink]:
+    """The test's only driver of `i` and only receiver of `o`."""
+    return bench.source(dut, "i"), bench.sink(dut, "o")
+
+
+async def _run(ends, layout: Layout, beats: Beats) -> list[int]:
+    """Drive the beats, collect as many output beats as the golden model expects, and compare them."""
+    src, snk = ends
+    expected = layout.expected(beats)
+    cocotb.start_soon(bench.send_all(src, layout.pack(beats)))
+    got = await bench.receive(snk, len(expected))
+    _check(layout, got, expected)
+    return got
+
+
+def _check(layout: Layout, got: list[int], expected: list[pnm.Output]) -> None:
+    assert len(got) == len(expected)
+    for index, (payload, want) in enumerate(zip(got, expected)):
+        mode, accumulator, sums = layout.unpack(payload)
+        bad = [len(fp.mismatches(accumulator, want.accumulator, "fp32")),
+               len(fp.mismatches(sums.ravel(), want.sublane_sums.ravel(), "fp32"))]
+        assert mode == want.mode and not any(bad), (
+            f"output beat {index}: mode {mode} (expected {want.mode}), accumulators "
+            f"{[hex(v) for v in accumulator]} (expected {[hex(v) for v in want.accumulator]}), sublane sums "
+            f"{[hex(v) for v in sums.ravel()]} (expected {[hex(v) for v in want.sublane_sums.ravel()]})")
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
+async def latency_and_initiation_interval(dut):
+    """One beat of each mode through an idle pipeline gives its latency; a long uninterrupted MLP stream
+    (an emit every 8 beats) gives the II and the sustained operand-pair rate."""
+    latency_stated, layout = _setup()
+    await bench.start(dut)
+    rng = np.random.default_rng(1)
+    ends = _ends(dut)
+    accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
+    latency = {}
+    for name, mode in (("mlp", pnm.MLP), ("attention", pnm.ATTENTION)):
+        one = layout.random(rng, 1, attention_share=float(mode))
+        await _run(ends, layout, one)
+        latency[name] = delivered.cycles[-1] - accepted.cycles[-1]
+
+    stream = layout.random(rng, TIMING_BEATS, attention_share=0.0)
+    stream.clear[:] = np.arange(TIMING_BEATS) % 8 == 0
+    stream.emit[:] = np.arange(TIMING_BEATS) % 8 == 7
+    first = len(accepted.cycles)
+    await _run(ends, layout, stream)
+    await RisingEdge(dut.clk)
+    accepted.stop()
+    delivered.stop()
+    cycles = accepted.cycles[first:]
+    interval = int(np.diff(cycles).max())
+    pairs_per_cycle = (len(cycles) - 1) / (cycles[-1] - cycles[0])
+
+    assert latency == {"mlp": latency_stated, "attention": latency_stated}, \
+        f"measured latency {latency}, stated {latency_stated}"
+    assert interval == SIMDPipeline.initiation_interval, \
+        f"measured II {interval}, stated {SIMDPipeline.initiation_interval}"
+    bench.record(latency_cycles=latency_stated, latency_cycles_mlp=latency["mlp"],
+                 latency_cycles_attention=latency["attention"], initiation_interval=interval,
+                 operand_pairs_per_cycle=round(pairs_per_cycle, 4),
+                 macs_per_cycle=round(pairs_per_cycle * layout.width * layout.lanes, 2))
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
+async def bit_exact(dut):
+    """Directed specials, random beats with mode switches inside MLP sums, and one long accumulation."""
+    _, layout = _setup()
+    await bench.start(dut)
+    rng = np.random.default_rng(2)
+    long = layout.random(rng, LONG_ACCUMULATION, attention_share=0.1)
+    mlp = long.mode == pnm.MLP
+    long.clear[:] = 0
+    long.clear[np.flatnonzero(mlp)[0]] = 1
+    long.emit[:] = mlp & (np.arange(LONG_ACCUMULATION) % 50 == 49)
+    long.emit[np.flatnonzero(mlp)[-1]] = 1
+    beats = directed(layout, rng) + layout.random(rng, RANDOM_BEATS) + long
+    await _run(_ends(dut), layout, beats)
+    bench.record(vectors_checked=len(beats))
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
+async def random_back_pressure(dut):
+    """Random input gaps and output stalls: nothing lost, duplicated or reordered."""
+    _, layout = _setup()
+    await bench.start(dut)
+    beats = layout.random(np.random.default_rng(3), BACK_PRESSURE_BEATS)
+    src, snk = _ends(dut)
+    rng = random.Random(3)
+    src.set_pause_generator(bench.random_pauses(rng, 0.3))
+    snk.set_pause_generator(bench.random_pauses(rng, 0.5))
+    await _run((src, snk), layout, beats)
+    await ClockCycles(dut.clk, 2 * layout.params.width)
+    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
+    bench.record(back_pressure_vectors=len(beats))
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
+async def reset_mid_stream(dut):
+    """A reset with beats in flight and a half-built sum empties the pipeline and clears the accumulators
+    to +0: an MLP beat without `clear` after it sums onto +0."""
+    _, layout = _setup()
+    await bench.start(dut)
+    rng = np.random.default_rng(4)
+    src, snk = _ends(dut)
+    snk.pause = True
+    await bench.send_all(src, layout.pack(layout.random(rng, 12)))
+    await ClockCycles(dut.clk, 4)
+    src.clear()
+    await bench.reset(dut)
+    assert dut.o__valid.value == 0, "output valid right after reset"
+    snk.clear()
+    snk.pause = False
+    after = layout.random(rng, 100)
+    after.clear[np.flatnonzero(after.mode == pnm.MLP)[0]] = 0
+    await _run((src, snk), layout, after)
+    bench.record()  # cycles_simulated then covers every test
+
+
+def _workload(layout: Layout, rng: np.random.Generator, kind: str, group: int) -> tuple[Beats, int]:
+    """A GEMV with batch `group` (MLP) or one KV head's attention scores for a GQA group of `group` query
+    heads, as array beats; returns them and the useful MACs they hold. Requests (heads) beyond the lanes
+    run in further passes over the same weights (keys), as the memory operand is read once per beat."""
+    lanes, width, sublanes = layout.lanes, layout.width, layout.sublanes
+    passes = -(-group // lanes)
+    beats = None
+    for p in range(passes):
+        active = min(lanes, group - p * lanes)
+        memory = layout.random(rng, UTILIZATION_BEATS).x
+        buffer = np.zeros((UTILIZATION_BEATS, lanes, width), np.uint16)
+        buffer[:, :active] = layout.random(rng, UTILIZATION_BEATS).y[:, :active]
+        if kind == "gemv":  # rows of 4 chunks: clear on the first chunk, emit on the last
+            chunk = np.arange(UTILIZATION_BEATS) % 4
+            part = Beats(memory, buffer, np.zeros(UTILIZATION_BEATS, np.uint8),
+                         (chunk == 0).astype(np.uint8), (chunk == 3).astype(np.uint8))
+        else:  # each beat: `sublanes` keys against every active lane's query (one query per lane)
+            buffer[:, :, :] = buffer[:1]
+            part = Beats(memory, buffer, np.ones(UTILIZATION_BEATS, np.uint8),
+                         np.zeros(UTILIZATION_BEATS, np.uint8), np.zeros(UTILIZATION_BEATS, np.uint8))
+        beats = part if beats is None else beats + part
+    useful = group * UTILIZATION_BEATS * width if kind == "gemv" else \
+        group * UTILIZATION_BEATS * sublanes * layout.params.sublane_width
+    return beats, useful
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us", skip=bench.config()["block"] != "pnm_array")
+async def utilization(dut):
+    """Useful MACs / (MAC units × cycles) from the first operand beat accepted to the last result delivered
+    (both included), for a batch-16 GEMV and for attention with GQA groups of 1 and 8."""
+    _, layout = _setup()
+    await bench.start(dut)
+    rng = np.random.default_rng(5)
+    ends = _ends(dut)
+    figures = {}
+    for name, kind, group in (("utilization_gemv_batch16", "gemv", 16),
+                              ("utilization_attention_gqa1", "attention", 1),
+                              ("utilization_attention_gqa8", "attention", 8)):
+        beats, useful = _workload(layout, rng, kind, group)
+        accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
+        await _run(ends, layout, beats)
+        await RisingEdge(dut.clk)
+        accepted.stop()
+        delivered.stop()
+        cycles = delivered.cycles[-1] - accepted.cycles[0] + 1
+        figures[name] = round(useful / (layout.lanes * layout.width * cycles), 4)
+    bench.record(**figures, utilization_beats_per_pass=UTILIZATION_BEATS)

@@ -40,12 +40,7 @@ class Stages:
         Amaranth emits an expression again at every use, so a shared sub-expression (a leading-zero count
         feeding a shift and an exponent) would be duplicated in the Verilog, and in trees exponentially.
         """
-        nets = {}
-        for name, value in values.items():
-            value = Value.cast(value)
-            nets[name] = Signal(value.shape(), name=f"c{self.count}_{name}")
-            self.m.d.comb += nets[name].eq(value)
-        return SimpleNamespace(**nets)
+        return _named_wires(self.m, f"c{self.count}", values)
 
     def __call__(self, **values: Value | int) -> SimpleNamespace:
         self.count += 1
@@ -57,6 +52,30 @@ class Stages:
                 self.m.d.sync += register.eq(value)
                 registers[name] = register
         return SimpleNamespace(**registers)
+
+
+class Wires:
+    """The `Stages` interface with wires instead of registers: a datapath written for `Stages` (an
+    `fp32_add`) evaluated within one cycle, where a loop must close every cycle (an accumulator at II = 1)."""
+
+    def __init__(self, m: Module, name: str) -> None:
+        self.m, self.name, self.count = m, name, 0
+
+    def __call__(self, **values: Value | int) -> SimpleNamespace:
+        self.count += 1
+        return _named_wires(self.m, f"{self.name}_w{self.count}", values)
+
+    def nets(self, **values: Value | int) -> SimpleNamespace:
+        return _named_wires(self.m, f"{self.name}_c{self.count}", values)
+
+
+def _named_wires(m: Module, prefix: str, values: dict[str, Value | int]) -> SimpleNamespace:
+    wires = {}
+    for name, value in values.items():
+        value = Value.cast(value)
+        wires[name] = Signal(value.shape(), name=f"{prefix}_{name}")
+        m.d.comb += wires[name].eq(value)
+    return SimpleNamespace(**wires)
 
 
 class PipelinedUnit(wiring.Component):

@@ -19,7 +19,7 @@ from amaranth.utils import exact_log2
 from ..fp.add import fp32_add
 from ..fp.formats import FP32
 from ..fp.multiply import fp16_mul_fp32
-from ..pipeline import Stages
+from ..pipeline import Stages, Wires
 from .params import LaneParams
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
@@ -49,24 +49,6 @@ def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
         "accumulator": accumulator,
         "sublane_sums": sums if lanes is None else data.ArrayLayout(sums, lanes),
     })
-
-
-class _WithinCycle:
-    """Stands in for `Stages` with wires instead of registers: `fp32_add` evaluated within one cycle. The
-    accumulator needs its sum within one cycle to take a new dot product every cycle (II = 1) in plain
-    sequential order. Named wires (not bare expressions) keep the adder's shared terms shared."""
-
-    def __init__(self, m: Module, name: str) -> None:
-        self.m, self.name, self.count = m, name, 0
-
-    def __call__(self, **values: Value | int) -> SimpleNamespace:
-        self.count += 1
-        wires = {}
-        for field, value in values.items():
-            value = Value.cast(value)
-            wires[field] = Signal(value.shape(), name=f"{self.name}_w{self.count}_{field}")
-            self.m.d.comb += wires[field].eq(value)
-        return SimpleNamespace(**wires)
 
 
 def latency_of(params: LaneParams) -> int:
@@ -128,7 +110,7 @@ class SIMDPipeline(wiring.Component):
         accumulators = []
         for lane, (dot,) in enumerate(partials):
             accumulator = Signal(FP32.width, name=f"lane{lane}_accumulator")
-            following = Mux(c.clear, dot, fp32_add(_WithinCycle(m, f"lane{lane}_sum"), accumulator, dot))
+            following = Mux(c.clear, dot, fp32_add(Wires(m, f"lane{lane}_sum"), accumulator, dot))
             with m.If(advance & mlp_beat):
                 m.d.sync += accumulator.eq(following)
             accumulators.append(Mux(c.attention, 0, following))

@@ -8,6 +8,7 @@ straight to the buffer on `buf_wr`.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from . import ports
@@ -16,7 +17,6 @@ from .config import configuration
 from .params import MMUParams
 from .ports import Fault
 from .protection import fault_of, sub_requests
-from .queue import queue
 
 
 class MMU(wiring.Component):
@@ -51,7 +51,7 @@ class MMU(wiring.Component):
         tag_layout = ports.tag_layout(p)
 
         # GPU request queue: requests from the die-to-die interface, as they came.
-        gpu_queue = queue(m, "gpu_queue", ports.gpu_request(p).size, p.queue_depth)
+        gpu_queue = m.submodules.gpu_queue = SyncFIFO(width=ports.gpu_request(p).size, depth=p.queue_depth)
         m.d.comb += [gpu_queue.w_data.eq(self.gpu_req.payload), gpu_queue.w_en.eq(self.gpu_req.valid),
                      self.gpu_req.ready.eq(gpu_queue.w_rdy)]
         gpu_head = data.View(ports.gpu_request(p), gpu_queue.r_data)
@@ -91,7 +91,7 @@ class MMU(wiring.Component):
         # per cycle (§4.2). A refused instruction gets an entry with nothing to wait for: it completes at once.
         pnm_queue_layout = data.StructLayout({"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes,
                                               "tag": tag_layout})
-        pnm_queue = queue(m, "pnm_queue", pnm_queue_layout.size, p.queue_depth)
+        pnm_queue = m.submodules.pnm_queue = SyncFIFO(width=pnm_queue_layout.size, depth=p.queue_depth)
         pnm_head = data.View(pnm_queue_layout, pnm_queue.r_data)
         lsu_busy = Signal()
         lsu_store = Signal()
@@ -193,7 +193,7 @@ class MMU(wiring.Component):
             in_order = None
         else:
             outstanding = p.gpu_outstanding + p.pending_entries * p.max_sub_requests
-            in_order = queue(m, "issued", tag_layout.size, outstanding)
+            in_order = m.submodules.issued = SyncFIFO(width=tag_layout.size, depth=outstanding)
             m.d.comb += [in_order.w_data.eq(request_tag), in_order.w_en.eq(self.mc_req.valid & self.mc_req.ready),
                          answered.eq(in_order.r_data), response_valid.eq(self.mc_resp.valid & in_order.r_rdy)]
 

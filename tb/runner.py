@@ -113,15 +113,25 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
     return build_dir
 
 
+def run_name(block_name: str, params: Params) -> str:
+    """The folder of a bench run: the block and the parameters that differ from its defaults, cut to a
+    length every file system accepts (with a digest of the whole name when cut)."""
+    defaults = type(params)().as_dict()
+    name = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items() if defaults[k] != v)])
+    if len(name) > 120:
+        name = f"{name[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    return name
+
+
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
               runs: Path = BUILD_ROOT / "runs") -> dict:
-    """Run the cocotb bench `module` on a block in `runs/<block>-<params>/` (log, results and, with
+    """Run the cocotb bench `module` on a block in `runs/<run_name>/` (log, results and, with
     `waves`, dump.vcd); returns the figures the bench measured (if any).
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
     build_dir = build(block_name, params, waves)
-    slug = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items())])
+    slug = run_name(block_name, params)
     test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)
     # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).

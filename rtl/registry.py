@@ -3,6 +3,8 @@ from dataclasses import dataclass
 
 from amaranth.lib import wiring
 
+from .dqb.dqb import DQB
+from .dqb.params import DQBParams
 from .fp.add import FP32Add
 from .fp.convert import FP32Narrow, FP32NarrowParams, ToFP32, ToFP32Params
 from .fp.multiply import FP16MulFP32, FP32Mul
@@ -26,4 +28,5 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("fp32_add", NoParams, FP32Add, "FP32 adder, round-to-nearest-even"),
     Block("fp32_mul", NoParams, FP32Mul, "FP32 multiplier, round-to-nearest-even"),
     Block("fp16_mul_fp32", NoParams, FP16MulFP32, "FP16 × FP16 → FP32, exact product"),
+    Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

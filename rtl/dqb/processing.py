@@ -37,8 +37,9 @@ def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> 
 
 
 class DataProcessing(wiring.Component):
-    """`history` + `mc_resp` → `gpu_resp`. Latency from a GPU read's data accepted to its first response
-    beat: `latency` cycles; one response beat per cycle without back-pressure."""
+    """`history` + `mc_resp` → `gpu_resp`. From a GPU read's data accepted to its first response beat:
+    `latency_from_data` cycles (the splitting stage, then the lanes); one response beat per cycle without
+    back-pressure, whatever the mode."""
 
     latency_from_data = 1 + DATAPATH_STAGES
 

@@ -17,6 +17,8 @@ from .fields import Fields
 from .memory import MemoryController
 from .stimulus import Operation, Scenario, expected_responses, random_operations, random_scenario
 
+ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
+
 MODE_NAMES = {golden.BYPASS_TAG: "bypass", golden.RESERVED_TAG: "reserved",
               **{tag: f"{m.weight}_{m.output}" for tag, m in golden.MODES.items()}}
 
@@ -67,7 +69,7 @@ class Harness:
         beats = [(beat, r.error) for r in expected for beat in r.beats]
         got = await self.receive(len(beats))
         check(got, beats, [op for op in ops if op.store is None], expected)
-        return sum(len(r.beats) for r in expected) * self.p.lanes
+        return count_checked(sum(len(r.beats) for r in expected) * self.p.lanes)
 
     async def idle(self, cycles: int = 30) -> None:
         """Nothing more comes out: no duplicated or invented beats."""
@@ -84,6 +86,12 @@ class Harness:
         self.memory.requests.clear()
         self.responses.clear()
 
+
+
+def count_checked(elements: int) -> int:
+    ELEMENTS_CHECKED[0] += elements
+    bench.record(vectors_checked=ELEMENTS_CHECKED[0])
+    return elements
 
 
 def check(got: list[tuple[int, bool]], beats: list[tuple[int, bool]], reads: list[Operation],
@@ -145,7 +153,7 @@ async def random_traffic_under_back_pressure(dut):
     assert [(r.address, r.data) for r in h.memory.requests if r.is_write] == stores, "stores changed or lost"
     assert all(r.kind == Kind.GPU for r in h.memory.requests if r.is_write)
     assert (h.memory.image == final_image).all()
-    bench.record(vectors_checked=checked, random_reads=len(expected), random_stores=len(stores))
+    bench.record(random_vectors=checked, random_reads=len(expected), random_stores=len(stores))
 
 
 @cocotb.test()
@@ -232,7 +240,7 @@ async def checkpoints_end_to_end(dut):
         out = layout.reassemble(0, responses, p.interface_bits)
         bad = np.flatnonzero(out != reference.view(np.uint16))
         assert not len(bad), f"{name}: {len(bad)} of {out.size} weights differ from the checkpoint's reference"
-        checked += out.size
+        checked += count_checked(out.size)
     bench.record(checkpoint_vectors=checked)
 
 

@@ -23,10 +23,11 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     Bench("fp32_add", "tb.fp.bench"),
     Bench("fp32_mul", "tb.fp.bench"),
     Bench("fp16_mul_fp32", "tb.fp.bench"),
-    # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the
-    # paper's configuration (32 lanes, 256 entries, 4 KB S/Z buffer) takes far longer to build.
+    # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes. The
+    # verify-only set has Table 5's request table, S/Z buffer and tag history at a 128-bit interface (8 lanes);
+    # the 512-bit default (32 lanes, 16 MB of Verilog, 214 C++ files) did not finish compiling in our time (README).
     Bench("dqb", "tb.dqb.bench",
           tuple({"interface_bits": 32, "internal_bits": 64, "request_table_bytes": 256, "sz_buffer_bytes": 256,
                  "outstanding_reads": 16, "rounding": r} for r in ROUNDINGS),
-          verify_only=({"interface_bits": 512, "internal_bits": 1024, "rounding": "nearest_even"},)),
+          verify_only=({"interface_bits": 128, "internal_bits": 256, "rounding": "nearest_even"},)),
 )}

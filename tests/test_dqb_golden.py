@@ -164,6 +164,8 @@ def test_bench_errors_are_refused() -> None:
         dqb.dequantize_read(image, [ENTRY], 0, 8)
     with pytest.raises(ValueError, match="rounding="):
         dqb.dequantize_read(image, [ENTRY], 0, 4, "stochastic")
+    with pytest.raises(ValueError, match="weight_size=-64"):
+        dqb.LayerEntry(0, -64, SCALE_BASE, ZERO_BASE, 9)
     far = dqb.LayerEntry(0, 512, scale_base=4096, zero_base=ZERO_BASE, log2_group_width=9)
     with pytest.raises(ValueError, match="scale"):
         dqb.dequantize_read(image, [far], 0, 4)

@@ -1,5 +1,6 @@
 """StreamDQ's PC-aware layout: Tables 1, 2 and 3 exactly, hand-worked placements, and the round trip
 layout → golden DQB over every PC's streaming read → reassembly == direct dequantization."""
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -113,6 +114,19 @@ def test_round_trip_through_the_golden_dqb(weight_format: str, group_size: int, 
                 assert len(fp.mismatches(got.reshape(-1), expected.reshape(-1), output)) == 0
 
 
+@pytest.mark.parametrize("group_size,ig,breaks", [(256, 64, True), (256, 128, False)])
+def test_round_trip_catches_a_layout_without_replication(group_size: int, ig: int, breaks: bool) -> None:
+    # Planted bug: entries that stride S/Z by the whole group (128 B of INT4) instead of min(group, IG). Where a
+    # group is wider than IG, a PC's consecutive IG pieces belong to different groups and the DQB must fail.
+    layer = random_layer(np.random.default_rng(11), "int4", 4, 1024, group_size)
+    layout = pl.build_layout([layer], ig, num_pcs=4)
+    placed = layout.layers[0]
+    unreplicated = tuple(dataclasses.replace(entry, log2_group_width=7) for entry in placed.entries)
+    layout.layers[0] = dataclasses.replace(placed, entries=unreplicated)
+    got = layout.reassemble(0, stream_through_dqb(layout, 0, dqb.tag_of("int4", "fp16"), "nearest_even"))
+    assert bool(len(fp.mismatches(got.reshape(-1), layer.dequantize("fp16").reshape(-1), "fp16"))) == breaks
+
+
 def test_round_trip_with_a_narrow_interface() -> None:
     # a 128-bit interface (16 B beats), as a small bench configuration would use
     layer = random_layer(np.random.default_rng(7), "int4", 4, 512, 128)
@@ -141,6 +155,8 @@ def test_bad_parameters_name_the_field() -> None:
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales, "int8", 96)
     with pytest.raises(ValueError, match="weight_format="):
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales, "int2", 64)
+    with pytest.raises(ValueError, match="scales holds float16"):
+        pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales.view(np.float16), "int8", 64)
     with pytest.raises(ValueError, match="scales has shape"):
         pl.QuantizedLayer(layer.codes, layer.zeros, layer.scales[:, :1], "int8", 64)
 

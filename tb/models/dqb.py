@@ -72,6 +72,11 @@ class LayerEntry:
     log2_group_width: int
     """log2 of the PC-local byte stride of one group: group_index = byte offset into the weights >> this."""
 
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{name}={value!r}: expected a non-negative integer")
+
     def contains(self, address: np.ndarray) -> np.ndarray:
         return (self.weight_base <= address) & (address < self.weight_base + self.weight_size)
 
@@ -129,7 +134,7 @@ def dequantize_reads(memory: np.ndarray, entries: Sequence[LayerEntry], addresse
     if addresses.shape != tags.shape:
         raise ValueError(f"{len(addresses)} addresses but {len(tags)} tags")
     if ((tags < 0) | (tags >= 1 << TAG_BITS)).any():
-        raise ValueError(f"tags must be {TAG_BITS}-bit, got {sorted(set(tags[(tags < 0) | (tags > 7)]))}")
+        raise ValueError(f"tags must be {TAG_BITS}-bit, got {sorted(set(tags[(tags < 0) | (tags > 7)].tolist()))}")
     if (addresses % beat_bytes).any() or (addresses < 0).any() or (addresses + beat_bytes > len(memory)).any():
         raise ValueError(f"every address must be a {beat_bytes}-byte-aligned beat inside the "
                          f"{len(memory)}-byte memory image")

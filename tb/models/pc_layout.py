@@ -90,6 +90,10 @@ class QuantizedLayer:
         for name in ("zeros", "scales"):
             if np.shape(getattr(self, name)) != groups:
                 raise ValueError(f"{name} has shape {np.shape(getattr(self, name))}: expected {groups}")
+        for name in ("codes", "zeros", "scales"):
+            if not np.issubdtype(np.asarray(getattr(self, name)).dtype, np.integer):
+                raise ValueError(f"{name} holds {np.asarray(getattr(self, name)).dtype} values: expected bit "
+                                 f"patterns (integers; e.g. fp.to_bits(scales))")
 
     @property
     def bits(self) -> int:

@@ -3,6 +3,8 @@ from dataclasses import dataclass
 
 from amaranth.lib import wiring
 
+from .dqb.dqb import DQB
+from .dqb.params import DQBParams
 from .fp.add import FP32Add
 from .fp.convert import FP32Narrow, FP32NarrowParams, ToFP32, ToFP32Params
 from .fp.multiply import FP16MulFP32, FP32Mul
@@ -34,4 +36,5 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("mmu", MMUParams, MMU, "DuoPD MMU: GPU/PNM queues, protected PNM LSU, arbiter, pending tables"),
     Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes"),
     Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand"),
+    Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

@@ -1,0 +1,81 @@
+"""The DQB's parameters: StreamDQ Table 5 by default."""
+from dataclasses import dataclass
+
+from ..fp.convert import ROUNDINGS
+from ..params import Params, require_choice
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+@dataclass(frozen=True)
+class DQBParams(Params):
+    """One DQB on the read path of one HBM pseudo-channel (StreamDQ §3.2, Table 5).
+
+    `internal_bits` is the FP32 datapath width: one 32-bit lane per 16-bit output, so it is always twice
+    `interface_bits`. The request table holds `request_table_bytes / request_table_entry_bytes` layer entries;
+    the S/Z buffer holds `sz_buffer_bytes` as interface-beat lines, half for scales and half for zero points.
+    `outstanding_reads` is the depth of the tag history buffer (memory reads in flight, S/Z fills included).
+    `clock_mhz` is documentation (Table 5), never simulated.
+    """
+
+    interface_bits: int = 512
+    internal_bits: int = 1024
+    tag_bits: int = 3
+    address_bits: int = 32
+    request_table_bytes: int = 8192
+    request_table_entry_bytes: int = 32
+    sz_buffer_bytes: int = 4096
+    outstanding_reads: int = 64
+    rounding: str = "nearest_even"
+    clock_mhz: int = 328
+
+    def validate(self) -> None:
+        if not _power_of_two(self.interface_bits) or self.interface_bits < 32:
+            raise ValueError(f"interface_bits={self.interface_bits} must be a power of two ≥ 32")
+        if self.internal_bits != 2 * self.interface_bits:
+            raise ValueError(f"internal_bits={self.internal_bits} must be 2 × interface_bits "
+                             f"(one FP32 lane per 16-bit output): {2 * self.interface_bits}")
+        if self.tag_bits != 3:
+            raise ValueError(f"tag_bits={self.tag_bits}: Table 5's encoding has 3 bits")
+        if not 16 <= self.address_bits <= 64 or (1 << self.address_bits) < 4 * self.beat_bytes:
+            raise ValueError(f"address_bits={self.address_bits} must be in 16..64")
+        if self.request_table_entry_bytes * 8 < self.entry_bits:
+            raise ValueError(f"request_table_entry_bytes={self.request_table_entry_bytes} cannot hold an entry "
+                             f"of {self.entry_bits} bits")
+        if (self.request_table_bytes % self.request_table_entry_bytes
+                or not _power_of_two(self.request_table_bytes // self.request_table_entry_bytes)):
+            raise ValueError(f"request_table_bytes={self.request_table_bytes} must hold a power-of-two number "
+                             f"of {self.request_table_entry_bytes}-byte entries")
+        if self.sz_buffer_bytes % (2 * self.beat_bytes) or self.sz_buffer_bytes < 4 * self.beat_bytes:
+            raise ValueError(f"sz_buffer_bytes={self.sz_buffer_bytes} must be a multiple of 2 beats "
+                             f"({2 * self.beat_bytes} bytes) and at least 4 beats")
+        if not _power_of_two(self.outstanding_reads) or self.outstanding_reads < 4:
+            raise ValueError(f"outstanding_reads={self.outstanding_reads} must be a power of two ≥ 4")
+        require_choice(self, "rounding", ROUNDINGS)
+        if self.clock_mhz <= 0:
+            raise ValueError(f"clock_mhz={self.clock_mhz} must be positive")
+
+    @property
+    def beat_bytes(self) -> int:
+        return self.interface_bits // 8
+
+    @property
+    def lanes(self) -> int:
+        """FP32 lanes of the datapath = 16-bit elements of one output beat."""
+        return self.internal_bits // 32
+
+    @property
+    def table_entries(self) -> int:
+        return self.request_table_bytes // self.request_table_entry_bytes
+
+    @property
+    def sz_lines(self) -> int:
+        """Lines of one half (scales or zero points) of the S/Z buffer."""
+        return self.sz_buffer_bytes // (2 * self.beat_bytes)
+
+    @property
+    def entry_bits(self) -> int:
+        """weight base, size, scale base, zero base, log2 group width, enable."""
+        return 4 * self.address_bits + 7 + 1

@@ -1,0 +1,154 @@
+"""Data processing block (StreamDQ §3.5–3.6): S/Z buffer data, splitting stage and the FP32 lanes.
+
+Memory responses arrive in request order together with the head of the tag history buffer that says what
+each one is. An S/Z fill is written into its buffer line. A GPU read's beat is held in the splitting stage,
+which feeds `lanes` elements per cycle into the datapath: 4 cycles for INT4, 2 for INT8/FP8, 1 for bypass,
+so the response port carries one 512-bit beat per cycle whatever the mode. Each lane computes
+`narrow((f32(x) − f32(z)) · f32(s))` with the `rtl.fp` datapaths; bypass beats travel beside the lanes
+unchanged so that responses keep their order.
+"""
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ..fp.add import fp32_add
+from ..fp.convert import fp32_narrow, to_fp32
+from ..fp.formats import BF16, FP8_E4M3, FP16
+from ..fp.multiply import fp32_mul
+from ..pipeline import Stages
+from .int_lut import IntLUT, sign_extend_int4
+from .params import DQBParams
+from .tags import Kind, decode, gpu_response, history_entry, mc_response
+
+# Stages from the splitting stage's output to the response register: select, convert, add (3), multiply (3),
+# narrow (2).
+DATAPATH_STAGES = 10
+
+
+def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> Value:
+    """`value` through `stages` registers that move with the pipeline."""
+    for stage in range(stages):
+        register = Signal(value.shape(), name=f"{name}_d{stage + 1}")
+        with m.If(advance):
+            m.d.sync += register.eq(value)
+        value = register
+    return value
+
+
+class DataProcessing(wiring.Component):
+    """`history` + `mc_resp` → `gpu_resp`. From a GPU read's data accepted to its first response beat:
+    `latency_from_data` cycles (the splitting stage, then the lanes); one response beat per cycle without
+    back-pressure, whatever the mode."""
+
+    latency_from_data = 1 + DATAPATH_STAGES
+
+    def __init__(self, p: DQBParams) -> None:
+        self.p = p
+        super().__init__({
+            "history": In(stream.Signature(history_entry(p))),
+            "mc_resp": In(stream.Signature(mc_response(p))),
+            "gpu_resp": Out(stream.Signature(gpu_response(p))),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        self.build(m)
+        return m
+
+    def build(self, m: Module) -> None:
+        """Add the logic to `m` (the DQB top builds its parts into one module)."""
+        self._MustUse__silence = True  # built inline, so never elaborated on its own
+        p = self.p
+        head = self.history.payload
+        advance = Signal()
+        m.d.comb += advance.eq(~self.gpu_resp.valid | self.gpu_resp.ready)
+
+        # S/Z buffer data: one beat per line; read when a GPU read enters the splitting stage.
+        m.submodules.scales = scales = memory.Memory(shape=p.interface_bits, depth=p.sz_lines, init=[])
+        m.submodules.zeros = zeros = memory.Memory(shape=p.interface_bits, depth=p.sz_lines, init=[])
+        scale_write, zero_write = scales.write_port(), zeros.write_port()
+        scale_read, zero_read = scales.read_port(), zeros.read_port()
+
+        # Splitting stage.
+        held = Signal()
+        part = Signal(2)
+        beat = Signal(p.interface_bits)
+        read = Signal(history_entry(p))
+        flags = decode(read.tag)
+        parts = Mux(flags.int4, 4, Mux(flags.dequantize, 2, 1))
+        last = part == parts - 1
+        can_load = ~held | (advance & last)
+        fill = head.kind != Kind.GPU
+        m.d.comb += [
+            self.mc_resp.ready.eq(self.history.valid & (fill | can_load)),
+            self.history.ready.eq(self.mc_resp.valid & self.mc_resp.ready),
+        ]
+        accepted = self.history.ready
+        load = accepted & ~fill
+        m.d.comb += [
+            scale_write.addr.eq(head.scale_line), scale_write.data.eq(self.mc_resp.payload.data),
+            scale_write.en.eq(accepted & (head.kind == Kind.SCALE)),
+            zero_write.addr.eq(head.zero_line), zero_write.data.eq(self.mc_resp.payload.data),
+            zero_write.en.eq(accepted & (head.kind == Kind.ZERO)),
+            scale_read.addr.eq(head.scale_line), scale_read.en.eq(load),
+            zero_read.addr.eq(head.zero_line), zero_read.en.eq(load),
+        ]
+        with m.If(held & advance):
+            m.d.sync += part.eq(part + 1)
+            with m.If(last):
+                m.d.sync += held.eq(0)
+        with m.If(load):
+            m.d.sync += [held.eq(1), part.eq(0), beat.eq(self.mc_resp.payload.data), read.eq(head)]
+
+        stages = Stages(m, advance)
+        selected = self._select(stages, flags, part, beat, read, scale_read.data, zero_read.data)
+        lut = IntLUT(m)
+        outputs = [self._lane(m, stages.fork(), lut, selected, k) for k in range(p.lanes)]
+        if stages.depth != DATAPATH_STAGES:
+            raise AssertionError(f"datapath has {stages.depth} stages, stated {DATAPATH_STAGES}")
+
+        control = Cat(read.table_miss, ~flags.dequantize, flags.reserved | read.table_miss, flags.bf16)
+        control = delayed(m, advance, control, DATAPATH_STAGES, "control")
+        raw = delayed(m, advance, beat, DATAPATH_STAGES, "raw")
+        valid = delayed(m, advance, held, DATAPATH_STAGES, "valid")
+        zero_out, pass_through, error, bf16 = control[0], control[1], control[2], control[3]
+        dequantized = Cat(*[Mux(bf16, to_bf16, to_fp16) for to_fp16, to_bf16 in outputs])
+        m.d.comb += [
+            self.gpu_resp.valid.eq(valid),
+            self.gpu_resp.payload.data.eq(Mux(zero_out, 0, Mux(pass_through, raw, dequantized))),
+            self.gpu_resp.payload.error.eq(error),
+        ]
+
+    def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
+        """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""
+        p = self.p
+        beat_shift = exact_log2(p.beat_bytes)
+        nibbles = beat.word_select(part, 4 * p.lanes)
+        bytes_ = beat.word_select(part[0], 8 * p.lanes)
+        values = {"fp8": flags.fp8, "bf16": flags.bf16}
+        for k in range(p.lanes):
+            element = part * p.lanes + k
+            group = (read.offset + Mux(flags.int4, element >> 1, element)) >> read.log2_group_width
+            zero_byte = zero_line.word_select(group[:beat_shift], 8)
+            zero_nibble = zero_line.word_select(group[:beat_shift + 1], 4)
+            values[f"x{k}"] = Mux(flags.int4, sign_extend_int4(nibbles.word_select(k, 4)), bytes_.word_select(k, 8))
+            values[f"z{k}"] = Mux(flags.int4, sign_extend_int4(zero_nibble), zero_byte)
+            values[f"s{k}"] = scale_line.word_select(group[:beat_shift - 1], 16)
+        return stages(**values)
+
+    def _lane(self, m: Module, lane: Stages, lut: IntLUT, selected, k: int) -> tuple[Value, Value]:
+        """Stages 2–10 of lane `k`: exact conversions, x − z, · s, narrow to FP16 and to BF16."""
+        def to_f32(code: Value) -> Value:
+            return Mux(selected.fp8, to_fp32(FP8_E4M3, code), lut.lookup(code))
+        s = getattr(selected, f"s{k}")
+        converted = lane(
+            x=to_f32(getattr(selected, f"x{k}")),
+            negated_z=to_f32(getattr(selected, f"z{k}")) ^ (1 << 31),  # x − z is x + (−z), exactly
+            s=Mux(selected.bf16, to_fp32(BF16, s), to_fp32(FP16, s)),
+        )
+        difference = fp32_add(lane, converted.x, converted.negated_z)
+        scale = delayed(m, lane.advance, converted.s, 3, f"lane{k}_scale")
+        product = fp32_mul(lane, difference, scale)
+        return (fp32_narrow(lane.fork(), product, FP16, self.p.rounding),
+                fp32_narrow(lane.fork(), product, BF16, self.p.rounding))

@@ -1,0 +1,340 @@
+"""cocotb bench of the DQB: bit-exact against the golden model `tb.models.dqb` under random memory latency
+and back-pressure, errors, reset mid-traffic, checkpoint formats end to end, and the measured figures."""
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles
+
+from rtl.dqb.params import DQBParams
+from rtl.dqb.tags import Kind, config_write, gpu_request, gpu_response
+
+from .. import bench
+from ..models import checkpoints, pc_layout
+from ..models import dqb as golden
+from ..models.dqb import LayerEntry, Response
+from .fields import Fields
+from .memory import MemoryController
+from .stimulus import Operation, Scenario, expected_responses, random_operations, random_scenario
+
+ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
+
+MODE_NAMES = {golden.BYPASS_TAG: "bypass", golden.RESERVED_TAG: "reserved",
+              **{tag: f"{m.weight}_{m.output}" for tag, m in golden.MODES.items()}}
+
+
+def params() -> DQBParams:
+    return DQBParams(**bench.config()["params"])
+
+
+class Harness:
+    """The DQB between a GPU (request source, response sink) and a memory controller model."""
+
+    def __init__(self, dut, image: np.ndarray, rng: random.Random, latency=(8, 8), memory_stalls=0.0,
+                 request_gaps=0.0, response_stalls=0.0) -> None:
+        self.dut, self.p = dut, params()
+        self.memory = MemoryController(dut, self.p, image, rng, latency, memory_stalls)
+        self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
+        self.config = bench.source(dut, "config")
+        if request_gaps:
+            self.requests.set_pause_generator(bench.random_pauses(rng, request_gaps))
+        if response_stalls:
+            self.responses.set_pause_generator(bench.random_pauses(rng, response_stalls))
+        self.request_fields, self.response_fields = Fields(gpu_request(self.p)), Fields(gpu_response(self.p))
+        self.config_fields = Fields(config_write(self.p))
+
+    async def program(self, entries: list[LayerEntry]) -> None:
+        for index, e in enumerate(entries):
+            await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
+                index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
+                zero_base=e.zero_base, log2_group_width=e.log2_group_width, enable=1)))
+        await self.config.wait()
+
+    async def send(self, ops: list[Operation]) -> None:
+        for op in ops:
+            payload = self.request_fields.pack(address=op.address, tag=op.tag, is_write=op.store is not None,
+                                               data=op.store or 0)
+            await self.requests.send(bench.StreamTransaction(payload=payload))
+
+    async def receive(self, beats: int) -> list[tuple[int, bool]]:
+        got = []
+        for _ in range(beats):
+            fields = self.response_fields.unpack(int((await self.responses.recv()).payload))
+            got.append((fields["data"], bool(fields["error"])))
+        return got
+
+    async def run(self, ops: list[Operation], expected: list[Response]) -> int:
+        """Send `ops`, check every response beat against `expected`; returns the elements compared."""
+        cocotb.start_soon(self.send(ops))
+        beats = [(beat, r.error) for r in expected for beat in r.beats]
+        got = await self.receive(len(beats))
+        check(got, beats, [op for op in ops if op.store is None], expected)
+        return count_checked(sum(len(r.beats) for r in expected) * self.p.lanes)
+
+    async def idle(self, cycles: int = 30) -> None:
+        """Nothing more comes out: no duplicated or invented beats."""
+        self.responses.pause = False
+        await ClockCycles(self.dut.clk, cycles)
+        assert self.responses.empty() and self.dut.gpu_resp__valid.value == 0, "a beat beyond the expected ones"
+
+    async def restart(self, image: np.ndarray) -> None:
+        """Reset the DQB and give the memory controller a new image (one DQB, the next PC or layout)."""
+        self.requests.clear()
+        await bench.reset(self.dut)
+        self.memory.clear()
+        self.memory.image = np.array(image, dtype=np.uint8)
+        self.memory.requests.clear()
+        self.responses.clear()
+
+
+
+def count_checked(elements: int) -> int:
+    ELEMENTS_CHECKED[0] += elements
+    bench.record(vectors_checked=ELEMENTS_CHECKED[0])
+    return elements
+
+
+def check(got: list[tuple[int, bool]], beats: list[tuple[int, bool]], reads: list[Operation],
+          expected: list[Response]) -> None:
+    assert len(got) == len(beats)
+    if got == beats:
+        return
+    first = next(i for i, (g, e) in enumerate(zip(got, beats)) if g != e)
+    read, seen = 0, 0
+    while seen + len(expected[read].beats) <= first:
+        seen += len(expected[read].beats)
+        read += 1
+    op = reads[read]
+    bad = sum(g != e for g, e in zip(got, beats))
+    raise AssertionError(
+        f"{bad} of {len(beats)} response beats differ; first: beat {first - seen} of read {read} "
+        f"(address {op.address:#x}, {MODE_NAMES[op.tag]}): got {got[first][0]:#x} error={got[first][1]}, "
+        f"expected {beats[first][0]:#x} error={beats[first][1]}")
+
+
+def _scenario(seed: int, layers: int = 4) -> Scenario:
+    return random_scenario(np.random.default_rng(seed), params().beat_bytes, layers)
+
+
+@cocotb.test()
+async def every_mode_and_error(dut):
+    """Every tag (7 modes, bypass, reserved) on every layer, plus tagged reads outside every layer."""
+    await bench.start(dut)
+    p = params()
+    scenario = _scenario(1)
+    h = Harness(dut, scenario.image, random.Random(1))
+    await h.program(scenario.entries)
+    ops = [Operation(e.weight_base + beat * p.beat_bytes, tag) for tag in range(8) for e in scenario.entries
+           for beat in (0, 1, e.weight_size // p.beat_bytes - 1)]
+    ops += [Operation(scenario.scratch, tag) for tag in range(8)]
+    expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+    checked = await h.run(ops, expected)
+    await h.idle()
+    assert [r.address for r in h.memory.reads(Kind.GPU)] == [op.address for op in ops], "reads not forwarded"
+    bench.record(directed_vectors=checked)
+
+
+@cocotb.test()
+async def random_traffic_under_back_pressure(dut):
+    """Mixed reads (all tags), stores to scratch and to S/Z, layer switches and table misses, with random
+    memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged."""
+    await bench.start(dut)
+    p = params()
+    rng = np.random.default_rng(2)
+    scenario = _scenario(2, layers=6)
+    h = Harness(dut, scenario.image, random.Random(2), latency=(1, 40), memory_stalls=0.2, request_gaps=0.2,
+                response_stalls=0.4)
+    await h.program(scenario.entries)
+    ops = random_operations(rng, scenario, p.beat_bytes, 600)
+    expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+    checked = await h.run(ops, expected)
+    await h.idle()
+    stores = [(op.address, op.store) for op in ops if op.store is not None]
+    assert [(r.address, r.data) for r in h.memory.requests if r.is_write] == stores, "stores changed or lost"
+    assert all(r.kind == Kind.GPU for r in h.memory.requests if r.is_write)
+    assert (h.memory.image == final_image).all()
+    bench.record(random_vectors=checked, random_reads=len(expected), random_stores=len(stores))
+
+
+@cocotb.test()
+async def reset_mid_traffic(dut):
+    """A reset with reads in flight empties the block (and the request table); traffic after it is exact."""
+    await bench.start(dut)
+    p = params()
+    scenario = _scenario(3)
+    h = Harness(dut, scenario.image, random.Random(3), latency=(5, 30), response_stalls=0.3)
+    await h.program(scenario.entries)
+    ops = random_operations(np.random.default_rng(3), scenario, p.beat_bytes, 200, store_probability=0)
+    cocotb.start_soon(h.send(ops))
+    await ClockCycles(dut.clk, 60)
+    await h.restart(scenario.image)
+    assert dut.gpu_resp__valid.value == 0 and dut.mc_req__valid.value == 0, "not idle after reset"
+    table_miss = [Operation(scenario.entries[0].weight_base, 0b101)]
+    await h.run(table_miss, [Response((0, 0), True)])  # the table was cleared too
+    await h.program(scenario.entries)
+    ops = random_operations(np.random.default_rng(4), scenario, p.beat_bytes, 200, store_probability=0)
+    expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+    await h.run(ops, expected)
+    await h.idle()
+
+
+@cocotb.test()
+async def unusable_entry_is_a_table_miss(dut):
+    """An entry the datapath cannot serve (S/Z base not beat-aligned, or 1-byte groups) answers tagged reads
+    with the table-miss error response; untagged reads there are unaffected."""
+    await bench.start(dut)
+    p = params()
+    scenario = _scenario(5, layers=2)
+    first, second = scenario.entries
+    entries = [LayerEntry(first.weight_base, first.weight_size, first.scale_base + 2, first.zero_base,
+                          first.log2_group_width),
+               LayerEntry(second.weight_base, second.weight_size, second.scale_base, second.zero_base, 0)]
+    h = Harness(dut, scenario.image, random.Random(5))
+    await h.program(entries)
+    ops = [Operation(e.weight_base, tag) for e in entries for tag in (0b001, 0b010, 0b110, 0b000)]
+    data = [golden.beat_to_int(scenario.image[op.address:op.address + p.beat_bytes]) for op in ops]
+    expected = [Response((d,), False) if op.tag == 0 else Response((0,) * golden.MODES[op.tag].expansion, True)
+                for op, d in zip(ops, data)]
+    await h.run(ops, expected)
+
+
+@cocotb.test()
+async def checkpoints_end_to_end(dut):
+    """GPTQ v1, v2, act-order and AWQ INT4 checkpoints laid out PC-aware over 2 PCs, read through the RTL
+    (FP16 out), reassembled, equal to each format's own numpy dequantization."""
+    p = params()
+    if p.rounding != "nearest_even":
+        return  # the checkpoints' references round to nearest even
+    rng = np.random.default_rng(6)
+    in_features, out_features, group_size, num_pcs, ig = 256, 16, 64, 2, max(64, p.beat_bytes)
+    cases = {}
+    for name, version, act_order in (("gptq_v1", 1, False), ("gptq_v2", 2, False), ("gptq_act_order", 2, True)):
+        q = rng.integers(0, 16, (in_features, out_features))
+        z = rng.integers(int(version == 1), 16, (in_features // group_size, out_features))
+        scales = rng.uniform(1e-3, 0.1, z.shape).astype(np.float16)
+        g_idx = (rng.permutation(np.arange(in_features) // group_size) if act_order
+                 else np.arange(in_features) // group_size).astype(np.int32)
+        checkpoint = checkpoints.pack_gptq(q, z, scales, g_idx, version)
+        layer, perm = checkpoints.gptq_to_dqb(checkpoint)
+        cases[name] = (layer, checkpoints.dequantize_gptq(checkpoint)[perm].T)
+    q = rng.integers(0, 16, (in_features, out_features))
+    z = rng.integers(0, 16, (in_features // group_size, out_features))
+    awq = checkpoints.pack_awq(q, z, rng.uniform(1e-3, 0.1, z.shape).astype(np.float16), group_size)
+    cases["awq"] = (checkpoints.awq_to_dqb(awq), checkpoints.dequantize_awq(awq).T)
+
+    checked = 0
+    await bench.start(dut)
+    h = Harness(dut, np.zeros(0, np.uint8), random.Random(6), latency=(2, 20), response_stalls=0.2)
+    for name, (layer, reference) in cases.items():
+        layout = pc_layout.build_layout([layer], ig, num_pcs, global_base=ig * num_pcs, beat_bytes=p.beat_bytes)
+        responses = []
+        for pc in range(num_pcs):
+            await h.restart(layout.images[pc])
+            await h.program(layout.entries(pc))
+            reads = layout.reads(pc, 0)
+            tag = golden.tag_of("int4", "fp16")
+            cocotb.start_soon(h.send([Operation(a, tag) for a in reads]))
+            got = await h.receive(len(reads) * 4)
+            assert not any(error for _, error in got), f"{name}: error responses"
+            responses.append([data for data, _ in got])
+        out = layout.reassemble(0, responses, p.interface_bits)
+        bad = np.flatnonzero(out != reference.view(np.uint16))
+        assert not len(bad), f"{name}: {len(bad)} of {out.size} weights differ from the checkpoint's reference"
+        checked += count_checked(out.size)
+    bench.record(checkpoint_vectors=checked)
+
+
+async def _isolated_read(h: Harness, op: Operation, beats: int, accepted, data_in, delivered) -> tuple[int, int]:
+    """(memory data in → first beat out, GPU request accepted → first beat out) of one read on an idle DQB."""
+    cocotb.start_soon(h.send([op]))
+    await h.receive(beats)
+    await ClockCycles(h.dut.clk, 4)
+    first_out = delivered.cycles[-beats]
+    return first_out - data_in.cycles[-1], first_out - accepted.cycles[-1]
+
+
+@cocotb.test()
+async def timing_figures(dut):
+    """Read latency per mode, S/Z miss penalty, and the response rate of a stream of S/Z hits without
+    back-pressure (target: one beat per cycle in every mode)."""
+    await bench.start(dut)
+    p = params()
+    rng = np.random.default_rng(7)
+    beats = 64  # one group per beat: 64 groups, whose S/Z fit in the buffer
+    size = beats * p.beat_bytes
+    groups = beats
+    image = np.zeros(3 * size, dtype=np.uint8)
+    image[:size] = rng.integers(0, 256, size, dtype=np.uint8)
+    image[size:size + 2 * groups] = rng.uniform(0.5, 2, groups).astype(np.float16).view(np.uint8)
+    image[2 * size:2 * size + groups] = rng.integers(0, 256, groups, dtype=np.uint8)
+    entry = LayerEntry(0, size, size, 2 * size, p.beat_bytes.bit_length() - 1)
+    scenario = Scenario(image, [entry], 3 * size)
+    h = Harness(dut, image, random.Random(7), latency=(8, 8))
+    accepted, data_in = bench.HandshakeProbe(dut, "gpu_req"), bench.HandshakeProbe(dut, "mc_resp")
+    delivered = bench.HandshakeProbe(dut, "gpu_resp")
+    await h.program([entry])
+
+    latency, rates, gaps, checked = {}, {}, {}, 0
+    for tag in range(8):
+        n_out = 1 if tag in (golden.BYPASS_TAG, golden.RESERVED_TAG) else golden.MODES[tag].expansion
+        latency[MODE_NAMES[tag]], _ = await _isolated_read(h, Operation(0, tag), n_out, accepted, data_in, delivered)
+        ops = [Operation(b * p.beat_bytes, tag) for b in range(beats)]
+        expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+        checked += await h.run(ops, expected)  # warms the S/Z buffer
+        start = len(delivered.cycles)
+        checked += await h.run(ops, expected)  # every S/Z access hits
+        cycles = delivered.cycles[start:]
+        rates[MODE_NAMES[tag]] = round((len(cycles) - 1) / (cycles[-1] - cycles[0]), 4)
+        gaps[MODE_NAMES[tag]] = int(np.diff(cycles).max())
+    assert len(set(latency.values())) == 1, f"read latency differs between modes: {latency}"
+
+    # S/Z miss penalty: the same isolated INT8 read with its scale and zero beats cold, then cached.
+    await h.program([entry])  # any configuration write empties the S/Z buffer
+    miss_reads = len(h.memory.reads())
+    _, cold = await _isolated_read(h, Operation(0, 0b101), 2, accepted, data_in, delivered)
+    assert len(h.memory.reads()) - miss_reads == 3, "a cold read should fetch one scale and one zero beat"
+    _, warm = await _isolated_read(h, Operation(0, 0b101), 2, accepted, data_in, delivered)
+    for probe in (accepted, data_in, delivered):
+        probe.stop()
+    assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
+    bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"], beats_per_cycle=min(rates.values()),
+                 beats_per_cycle_by_mode=rates, initiation_interval=max(gaps.values()),
+                 sz_miss_penalty_cycles=cold - warm, timing_vectors=checked)
+
+
+@cocotb.test()
+async def sz_traffic_of_streaming_layers(dut):
+    """A layer laid out PC-aware (one PC) streamed through the DQB for G ∈ {64, 128, 256} × {4, 8}-bit: the S/Z
+    share of memory reads (StreamDQ Table 3) and the S/Z buffer hit rate, counted from the memory traffic."""
+    p = params()
+    rng = np.random.default_rng(8)
+    rows = p.beat_bytes // 2  # × 4 groups per row: whole S/Z lines for INT4 and INT8
+    fractions, checked, hit_rate = [], 0, None
+    await bench.start(dut)
+    h = Harness(dut, np.zeros(0, np.uint8), random.Random(8), latency=(8, 8))
+    for bits, weight in ((4, "int4"), (8, "int8")):
+        for group_size in (64, 128, 256):
+            codes = rng.integers(-(1 << bits - 1), 1 << bits - 1, (rows, 4 * group_size))
+            zeros = rng.integers(-(1 << bits - 1), 1 << bits - 1, (rows, 4))
+            scales = rng.uniform(1e-3, 0.1, (rows, 4)).astype(np.float16).view(np.uint16)
+            layer = pc_layout.QuantizedLayer(codes, zeros, scales, weight, group_size)
+            layout = pc_layout.build_layout([layer], 256, 1, beat_bytes=p.beat_bytes)
+            await h.restart(layout.images[0])
+            await h.program(layout.entries(0))
+            tag = golden.tag_of(weight, "fp16")
+            ops = [Operation(a, tag) for a in layout.reads(0, 0)]
+            scenario = Scenario(layout.images[0], layout.entries(0), 0)
+            expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+            checked += await h.run(ops, expected)
+            weight_reads = len(h.memory.reads(Kind.GPU))
+            fills = len(h.memory.reads(Kind.SCALE)) + len(h.memory.reads(Kind.ZERO))
+            fraction = fills / (fills + weight_reads)
+            expected_fraction = pc_layout.sz_read_fraction(bits, group_size)
+            assert abs(fraction - expected_fraction) < 1e-9, \
+                f"{bits}-bit G={group_size}: S/Z reads {fraction:.4%}, contiguous S/Z gives {expected_fraction:.4%}"
+            rate = 1 - fills / (2 * weight_reads)
+            fractions.append({"weight_bits": bits, "group_size": group_size, "fraction": round(fraction, 6),
+                              "sz_buffer_hit_rate": round(rate, 6)})
+            if (bits, group_size) == (4, 128):
+                hit_rate = rate
+    bench.record(sz_read_fraction=fractions, sz_buffer_hit_rate=round(hit_rate, 6), streaming_vectors=checked)

@@ -52,7 +52,9 @@ def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
 def test_golden_protection_and_decomposition_by_hand() -> None:
     limits = dict(request_bytes=32, max_sub_requests=32, buffer_rows=1024, memory_size=4096,
                   regions=[(1024, 2048), (0, 0)])
-    instr = lambda base, size, store, dest=0: model.Instruction(base=base, size=size, dest=dest, store=store, id=0)
+    def instr(base: int, size: int, store: bool, dest: int = 0) -> model.Instruction:
+        return model.Instruction(base=base, size=size, dest=dest, store=store, id=0)
+
     assert model.fault(instr(1024, 32, True), **limits) == model.PROTECTED
     assert model.fault(instr(992, 64, True), **limits) == model.PROTECTED      # overlaps the region's start
     assert model.fault(instr(2048, 32, True), **limits) == model.NONE          # the limit is exclusive

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from sysmodel import verified
-
 from tb.models import dqb, fp, lookup_table
 from tb.models import pc_layout as pl
 
@@ -180,7 +179,7 @@ def test_tables_script_without_and_with_measured_fractions(tmp_path: Path, capsy
          "provenance": provenance}]}))
     run_tables_script(["--table", str(table)])
     lines = capsys.readouterr().out.splitlines()
-    assert "measured #1: dqb interface_bits=128" in lines[[l.startswith("Table 3") for l in lines].index(True)]
+    assert "measured #1: dqb interface_bits=128" in lines[[line.startswith("Table 3") for line in lines].index(True)]
     row = next(line for line in lines if line.startswith("128 ") and "3.76 (3.76" in line)
     assert row.split()[-2:] == ["3.76", "-"]
     run_tables_script(["--table", str(tmp_path / "absent.json")])

@@ -27,7 +27,8 @@ def test_invalid_lane_count_names_the_field() -> None:
 
 
 def test_ports_carry_the_stated_payloads() -> None:
-    lane, array = PNMLane(LaneParams(width=4, sublane_width=2)), PNMArray(ArrayParams(width=4, sublane_width=2, lanes=3))
+    lane = PNMLane(LaneParams(width=4, sublane_width=2))
+    array = PNMArray(ArrayParams(width=4, sublane_width=2, lanes=3))
     assert lane.i.payload.shape().size == 2 * 4 * 16 + 3
     assert lane.o.payload.shape().size == 1 + 32 + 2 * 32
     assert array.i.payload.shape().size == (1 + 3) * 4 * 16 + 3

@@ -12,8 +12,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from .params import DQBParams
 from .history import HistoryBuffer
+from .params import DQBParams
 from .request_table import RequestTable, match_layout
 from .tags import Kind, config_write, decode, gpu_request, history_entry, line_bits, mc_request
 

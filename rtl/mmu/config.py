@@ -4,8 +4,17 @@ from dataclasses import dataclass
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 
-from .params import (POLICIES, REG_MEMORY_SIZE, REG_POLICY, REG_REGION_BASE, REG_REGION_LIMIT,
-                     REG_WEIGHT_GPU, REG_WEIGHT_PNM, WEIGHT_WIDTH, MMUParams)
+from .params import (
+    POLICIES,
+    REG_MEMORY_SIZE,
+    REG_POLICY,
+    REG_REGION_BASE,
+    REG_REGION_LIMIT,
+    REG_WEIGHT_GPU,
+    REG_WEIGHT_PNM,
+    WEIGHT_WIDTH,
+    MMUParams,
+)
 
 
 @dataclass

@@ -22,7 +22,6 @@ def tag_layout(p: MMUParams) -> data.StructLayout:
     slot_bits = max(1, (p.gpu_outstanding - 1).bit_length())
     entry_bits = max(1, (p.pending_entries - 1).bit_length())
     sub_bits = max(1, (p.max_sub_requests - 1).bit_length())
-    index_bits = max(slot_bits, entry_bits + sub_bits)
     return data.StructLayout({
         "index": data.UnionLayout({
             "gpu_slot": unsigned(slot_bits),

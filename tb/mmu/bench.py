@@ -158,14 +158,18 @@ async def arbitration_grid(dut):
                                           for k in range(-(-instr.size // h.p.request_bytes))])
                 raw.append((policy, gpu_load, pnm_load, start, [t for t, _ in h.offered.gpu], pnm_offers,
                             gpu_issue, pnm_issue))
-    delay = lambda offers, issues: [i - t for t, i in zip(offers, issues, strict=True)]
+    def delay(offers: list[int], issues: list[int]) -> list[int]:
+        return [i - t for t, i in zip(offers, issues, strict=True)]
+
     base_gpu = min(min(delay(r[4], r[6])) for r in raw)
     base_pnm = min(min(delay(r[5], r[7])) for r in raw)
     points = []
     for policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue in raw:
         gpu_delay, pnm_delay = delay(gpu_offer, gpu_issue), delay(pnm_offer, pnm_issue)
         window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + GRID_CYCLES)
-        share = lambda cycles: round(sum(window[0] <= c < window[1] for c in cycles) / GRID_CYCLES, 4)
+        def share(cycles: list[int], window: tuple[int, int] = window) -> float:
+            return round(sum(window[0] <= c < window[1] for c in cycles) / GRID_CYCLES, 4)
+
         g = model.wait_statistics([d - base_gpu for d in gpu_delay])
         p = model.wait_statistics([d - base_pnm for d in pnm_delay])
         point = {"policy": policy, "gpu_offered": gpu_load, "pnm_offered": pnm_load,

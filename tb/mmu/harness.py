@@ -23,8 +23,16 @@ from amaranth.hdl import Shape
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from rtl.mmu import ports
-from rtl.mmu.params import (POLICIES, REG_MEMORY_SIZE, REG_POLICY, REG_REGION_BASE, REG_REGION_LIMIT,
-                            REG_WEIGHT_GPU, REG_WEIGHT_PNM, MMUParams)
+from rtl.mmu.params import (
+    POLICIES,
+    REG_MEMORY_SIZE,
+    REG_POLICY,
+    REG_REGION_BASE,
+    REG_REGION_LIMIT,
+    REG_WEIGHT_GPU,
+    REG_WEIGHT_PNM,
+    MMUParams,
+)
 
 from .. import bench
 from ..models import mmu as model

@@ -5,8 +5,9 @@ and checkpoints") says the block must: bypass, dequantize with the S/Z found thr
 PC-local memory image, or a defined error response. Arithmetic is `tb.models.fp` (numpy float32, never the
 RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32 step round-to-nearest-even.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 

@@ -6,8 +6,8 @@ bytes; global group `n*(K/G) + k/G`). Global byte `a` lives in PC `(a // IG) % P
 `group_width = min(G*bits/8, IG)`: a group wider than IG is cut into IG-byte pieces and every piece gets its own
 copy of the group's S/Z (replication, Table 2). Everything is offline numpy; the DQB only sees the result.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

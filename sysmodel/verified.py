@@ -1,9 +1,10 @@
 """The verified-figures table: the only channel from the RTL benches to the system model.
 
-Every entry carries its provenance (parameters, clock, bench, cycles simulated, tool versions) and the
-digest of the `rtl/` sources it was measured on. A table whose digests no longer match `rtl/` is
-stale, and loading it fails with a message that says how to refresh it.
+Every entry carries its provenance (parameters, clock, bench, cycles simulated, tool versions), the block's
+`rtl` module and the digest of the `rtl/` sources that module is built from. A table with an entry whose
+sources have changed since is stale, and loading it fails with a message that names the blocks to re-measure.
 """
+import ast
 import hashlib
 import importlib.util
 import json
@@ -26,11 +27,44 @@ def rtl_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def rtl_digest(root: Path | None = None) -> str:
-    """SHA-256 over the relative path and bytes of every Python source under `rtl/`, in sorted order."""
+def rtl_sources(module: str, root: Path | None = None) -> list[Path]:
+    """The `rtl/` files a block's module is built from: itself and every rtl module it imports, transitively
+    (read from the source with `ast`, so the system model never imports Amaranth)."""
+    root = root or rtl_root()
+    found: dict[str, Path] = {}
+    pending = [module]
+    while pending:
+        name = pending.pop()
+        parts = name.split(".")
+        if name in found or parts[0] != "rtl":
+            continue
+        for package in range(1, len(parts)):  # the packages' __init__ files run on import too
+            init = root.joinpath(*parts[1:package], "__init__.py")
+            if init.exists():
+                found.setdefault(".".join(parts[:package]), init)
+        path = root.joinpath(*parts[1:]).with_suffix(".py")
+        if not path.exists():
+            path = root.joinpath(*parts[1:], "__init__.py")
+        if not path.exists():
+            continue
+        found[name] = path
+        package = parts if path.name == "__init__.py" else parts[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                target = base + (node.module.split(".") if node.module else [])
+                pending.append(".".join(target))
+                pending.extend(".".join(target + [alias.name]) for alias in node.names)  # submodules
+            elif isinstance(node, ast.Import):
+                pending.extend(alias.name for alias in node.names)
+    return sorted(set(found.values()))
+
+
+def rtl_digest(module: str, root: Path | None = None) -> str:
+    """SHA-256 over the relative path and bytes of every `rtl/` source a block's module is built from."""
     root = root or rtl_root()
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in rtl_sources(module, root):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -79,11 +113,14 @@ def load(path: Path = TABLE_PATH, rtl: Path | None = None) -> VerifiedBlocks:
         raise StaleTableError(f"{path} is not valid JSON ({error}): run `basedie verify`") from None
     if table.get("schema") != SCHEMA:
         raise StaleTableError(f"{path} has schema {table.get('schema')!r}, expected {SCHEMA}: run `basedie verify`")
-    current = rtl_digest(rtl)
-    stale = sorted({e["block"] for e in table["entries"] if e["provenance"]["rtl_digest"] != current})
+    digests: dict[str, str] = {}
+    for module in {e["provenance"].get("rtl_module", "") for e in table["entries"]}:
+        digests[module] = rtl_digest(module, rtl)
+    stale = sorted({e["block"] for e in table["entries"]
+                    if e["provenance"]["rtl_digest"] != digests[e["provenance"].get("rtl_module", "")]})
     if stale:
         raise StaleTableError(f"{path} is stale: {', '.join(stale)} measured on other RTL than the current "
-                              f"rtl/ (digest {current[:12]}); run `basedie verify` to re-measure")
+                              f"rtl/; run `basedie verify {' '.join(stale)}` to re-measure")
     return VerifiedBlocks([VerifiedEntry(**e) for e in table["entries"]])
 
 

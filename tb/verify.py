@@ -23,7 +23,8 @@ def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEn
         "clock_hz": 1e9 / CLOCK_PERIOD_NS,
         "cycles_simulated": figures.pop("cycles_simulated"),
         "tools": tool_versions(),
-        "rtl_digest": rtl_digest(),
+        "rtl_module": BLOCKS[block_name].component.__module__,
+        "rtl_digest": rtl_digest(BLOCKS[block_name].component.__module__),
     }
     return VerifiedEntry(block=block_name, params=params.as_dict(), figures=figures, provenance=provenance)
 

@@ -172,7 +172,7 @@ def test_tables_script_without_and_with_measured_fractions(tmp_path: Path, capsy
     run_tables_script(["--table", str(verified.TABLE_PATH)])  # the committed table: measured column if any
     assert "Table 1" in capsys.readouterr().out
     table = tmp_path / "table.json"
-    provenance = {"rtl_digest": verified.rtl_digest(), "cycles_simulated": 1}
+    provenance = {"rtl_module": "rtl.dqb.dqb", "rtl_digest": verified.rtl_digest("rtl.dqb.dqb"), "cycles_simulated": 1}
     cells = [{"weight_bits": 4, "group_size": 128, "fraction": 0.0376}]
     table.write_text(json.dumps({"schema": verified.SCHEMA, "entries": [
         {"block": "dqb", "params": {"interface_bits": 128}, "figures": {"sz_read_fraction": cells},

@@ -1,5 +1,6 @@
 """The committed verified-figures table follows `rtl/`, covers every bench, and refuses to be stale."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -21,16 +22,32 @@ def test_committed_table_matches_current_rtl() -> None:
         assert {"verilator", "cocotb", "amaranth"} <= set(entry.provenance["tools"])
 
 
-def test_a_changed_rtl_makes_the_table_stale(tmp_path) -> None:
-    rtl_copy = tmp_path / "rtl"
-    rtl_copy.mkdir()
+@pytest.fixture
+def rtl_copy(tmp_path) -> Path:
+    copy = tmp_path / "rtl"
     for source in verified.rtl_root().rglob("*.py"):
-        target = rtl_copy / source.relative_to(verified.rtl_root())
+        target = copy / source.relative_to(verified.rtl_root())
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.read_bytes())
-    verified.load(rtl=rtl_copy)
-    (rtl_copy / "fp" / "add.py").write_text((rtl_copy / "fp" / "add.py").read_text() + "\n# changed\n")
-    with pytest.raises(verified.StaleTableError, match="run `basedie verify`"):
+    verified.load(rtl=copy)
+    return copy
+
+
+def touch(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# changed\n")
+
+
+def test_a_changed_shared_source_makes_every_block_built_on_it_stale(rtl_copy: Path) -> None:
+    touch(rtl_copy / "fp" / "add.py")
+    with pytest.raises(verified.StaleTableError, match="run `basedie verify") as stale:
+        verified.load(rtl=rtl_copy)
+    assert {"fp32_add", "dqb", "pnm_lane"} <= set(str(stale.value).split(": ")[1].split(" measured")[0].split(", "))
+    assert "mmu" not in str(stale.value)  # the MMU has no floating point
+
+
+def test_a_changed_block_source_makes_only_that_block_stale(rtl_copy: Path) -> None:
+    touch(rtl_copy / "mmu" / "arbiter.py")
+    with pytest.raises(verified.StaleTableError, match="stale: mmu measured on other RTL"):
         verified.load(rtl=rtl_copy)
 
 

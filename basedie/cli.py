@@ -116,7 +116,7 @@ def _verify(args) -> int:
     if args.waves:
         from tb.runner import BUILD_ROOT
 
-        print(f"waveforms: {BUILD_ROOT / 'runs'}/<block>-<params>/dump.vcd")
+        print(f"waveforms: {BUILD_ROOT / 'runs'}/<block>[-<parameters that differ from the defaults>]/dump.vcd")
     return 0
 
 
@@ -126,11 +126,15 @@ def _run(args) -> int:
 
 
 def _print_summary(entries, seconds: float, table: Path) -> None:
+    from rtl.registry import BLOCKS
+    from tb.runner import non_default
+
     headline = ("latency_cycles", "initiation_interval", "beats_per_cycle", "vectors_checked")
     rows = [("block", "parameters", "latency", "II", "beats/cycle", "vectors", "cycles", "other figures")]
     for e in entries:
         f = e.figures
-        rows.append((e.block, ",".join(f"{k}={v}" for k, v in e.params.items()) or "-",
+        changed = non_default(BLOCKS[e.block].params(**e.params))  # the defaults are the paper's configuration
+        rows.append((e.block, ",".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)",
                      *(str(f.get(name, "-")) for name in headline), str(e.provenance["cycles_simulated"]),
                      str(len(set(f) - set(headline)))))
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]

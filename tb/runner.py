@@ -113,11 +113,16 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
     return build_dir
 
 
+def non_default(params: Params) -> dict:
+    """The parameters that differ from the block's defaults (the paper's configuration)."""
+    defaults = type(params)().as_dict()
+    return {k: v for k, v in params.as_dict().items() if defaults[k] != v}
+
+
 def run_name(block_name: str, params: Params) -> str:
     """The folder of a bench run: the block and the parameters that differ from its defaults, cut to a
     length every file system accepts (with a digest of the whole name when cut)."""
-    defaults = type(params)().as_dict()
-    name = "-".join([block_name, *(f"{k}={v}" for k, v in params.as_dict().items() if defaults[k] != v)])
+    name = "-".join([block_name, *(f"{k}={v}" for k, v in non_default(params).items())])
     if len(name) > 120:
         name = f"{name[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
     return name

@@ -11,7 +11,7 @@ sums or folds the dot product into the lane's FP32 accumulator.
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -38,6 +38,20 @@ def control_fields() -> dict:
     as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
     beats ignore both, always emit, and leave the accumulators untouched."""
     return {"mode": Mode, "clear": 1, "emit": 1}
+
+
+def elements(payload: data.View, *path: str | int) -> list[Value]:
+    """The elements of the array at `path` in `payload` (`"buffer", 3`: lane 3's buffer operand), each a slice of
+    the payload signal itself. Amaranth does not merge nested slices and emits an inner slice again wherever its
+    expression recurs, so `payload.a[k]` would emit all of `payload.a` at every use of every element: time
+    quadratic in the width."""
+    layout, offset = payload.shape(), 0
+    for key in path:
+        field = layout[key]
+        layout, offset = data.Layout.cast(field.shape), offset + field.offset
+    size = Shape.cast(layout.elem_shape).width
+    signal = Value.cast(payload)
+    return [signal[offset + k * size:offset + (k + 1) * size] for k in range(layout.length)]
 
 
 def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:

@@ -12,7 +12,9 @@ from .registry import Block
 
 def verilog_of(block: Block, params: Params) -> tuple[wiring.Component, str]:
     component = block.build(params)
-    return component, verilog.convert(component, name=block.name, emit_src=False)
+    modules = {block.name: component, **getattr(component, "shared_modules", {})}
+    # A component's `shared_modules` are the modules it instantiates by name (`Instance`), written once each.
+    return component, "".join(verilog.convert(module, name=name, emit_src=False) for name, module in modules.items())
 
 
 def manifest(block: Block, params: Params, component: wiring.Component) -> dict:

@@ -4,7 +4,7 @@ from amaranth.lib import data
 
 from ..fp.formats import FP16
 from .params import ArrayParams
-from .simd import Mode, SIMDPipeline, control_fields
+from .simd import Mode, SIMDPipeline, control_fields, elements
 
 
 def array_input(params: ArrayParams) -> data.StructLayout:
@@ -28,9 +28,9 @@ class PNMArray(SIMDPipeline):
     def operands(self, payload):
         width, sublane_width = self.params.width, self.params.sublane_width
         attention = payload.mode == Mode.ATTENTION
-        memory = [payload.memory[k] for k in range(width)]
+        memory = elements(payload, "memory")
         lanes = []
         for lane in range(self.params.lanes):
-            own = payload.buffer[lane]
+            own = elements(payload, "buffer", lane)
             lanes.append(([Mux(attention, own[k % sublane_width], own[k]) for k in range(width)], memory))
         return lanes

@@ -3,7 +3,7 @@ from amaranth.lib import data
 
 from ..fp.formats import FP16
 from .params import LaneParams
-from .simd import SIMDPipeline, control_fields
+from .simd import SIMDPipeline, control_fields, elements
 
 
 def lane_input(params: LaneParams) -> data.StructLayout:
@@ -22,5 +22,4 @@ class PNMLane(SIMDPipeline):
         super().__init__(params, lane_input(params), lanes=None)
 
     def operands(self, payload):
-        width = self.params.width
-        return [([payload.a[k] for k in range(width)], [payload.b[k] for k in range(width)])]
+        return [(elements(payload, "a"), elements(payload, "b"))]

@@ -11,19 +11,37 @@ sums or folds the dot product into the lane's FP32 accumulator.
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Shape, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..fp.add import fp32_add
-from ..fp.formats import FP32
+from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
 from ..pipeline import Stages, Wires
 from .params import LaneParams
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
+
+
+class _Element(wiring.Component):
+    """One element's multiplier or adder-tree node as a module of its own. The lane instantiates it by name, so
+    Amaranth elaborates and Yosys writes it once rather than once per element, and Verilator compiles it once."""
+
+    def __init__(self, datapath, operand_width: int, stages: int) -> None:
+        self._datapath, self._stages = datapath, stages
+        super().__init__({"advance": In(1), "a": In(operand_width), "b": In(operand_width),
+                          "result": Out(FP32.width)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        stages = Stages(m, self.advance)
+        m.d.comb += self.result.eq(self._datapath(stages, self.a, self.b))
+        if stages.depth != self._stages:
+            raise AssertionError(f"{self._stages} stages stated, {stages.depth} built")
+        return m
 
 
 class Mode(enum.Enum, shape=1):
@@ -38,6 +56,20 @@ def control_fields() -> dict:
     as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
     beats ignore both, always emit, and leave the accumulators untouched."""
     return {"mode": Mode, "clear": 1, "emit": 1}
+
+
+def elements(payload: data.View, *path: str | int) -> list[Value]:
+    """The elements of the array at `path` in `payload` (`"buffer", 3`: lane 3's buffer operand), each a slice of
+    the payload signal itself. Amaranth does not merge nested slices and emits an inner slice again wherever its
+    expression recurs, so `payload.a[k]` would emit all of `payload.a` at every use of every element: time
+    quadratic in the width."""
+    layout, offset = payload.shape(), 0
+    for key in path:
+        field = layout[key]
+        layout, offset = data.Layout.cast(field.shape), offset + field.offset
+    size = Shape.cast(layout.elem_shape).width
+    signal = Value.cast(payload)
+    return [signal[offset + k * size:offset + (k + 1) * size] for k in range(layout.length)]
 
 
 def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
@@ -77,6 +109,12 @@ class SIMDPipeline(wiring.Component):
         """For every lane, its `width` FP16 `a` and `b` operands (sublane s holds elements s·sublane_width…)."""
         raise NotImplementedError
 
+    @property
+    def shared_modules(self) -> dict[str, wiring.Component]:
+        """The element modules the pipeline instantiates by name; `rtl.generate` writes each once beside it."""
+        return {"pnm_fp16_mul_fp32": _Element(fp16_mul_fp32, FP16.width, MULTIPLY_STAGES),
+                "pnm_fp32_add": _Element(fp32_add, FP32.width, ADD_STAGES)}
+
     def elaborate(self, platform) -> Module:
         m = Module()
         advance = Signal()
@@ -85,28 +123,32 @@ class SIMDPipeline(wiring.Component):
         # Values travelling beside the trees: the beat's controls, then the finished sublane sums.
         carried = {"valid": self.i.valid, "attention": payload.mode == Mode.ATTENTION,
                    "clear": payload.clear, "emit": payload.emit}
+        beside = Stages(m, advance)
 
-        level = Stages(m, advance)
-        partials = [[fp16_mul_fp32(level.fork(), a, b) for a, b in zip(*lane)] for lane in self.operands(payload)]
-        carried = self._carry(level, MULTIPLY_STAGES, carried)
-        count = level.depth
+        def element(module: str, name: str, a: Value, b: Value) -> Signal:
+            result = Signal(FP32.width, name=name)
+            m.submodules[f"{name}_unit"] = Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(),
+                                                    i_advance=advance, i_a=a, i_b=b, o_result=result)
+            return result
+
+        partials = [[element("pnm_fp16_mul_fp32", f"lane{lane}_mul{k}", a, b) for k, (a, b) in enumerate(zip(*ops))]
+                    for lane, ops in enumerate(self.operands(payload))]
+        carried = self._carry(beside, MULTIPLY_STAGES, carried)
 
         sublane_levels = exact_log2(self.params.sublane_width)
         for depth in range(exact_log2(self.params.width)):
             if depth == sublane_levels:
                 carried |= {f"sum{lane}_{s}": value for lane, sums in enumerate(partials)
                             for s, value in enumerate(sums)}
-            level = Stages(m, advance, count)
-            partials = [[fp32_add(level.fork(), sums[k], sums[k + 1]) for k in range(0, len(sums), 2)]
-                        for sums in partials]
-            carried = self._carry(level, ADD_STAGES, carried)
-            count = level.depth
+            partials = [[element("pnm_fp32_add", f"lane{lane}_add{depth}_{k // 2}", sums[k], sums[k + 1])
+                         for k in range(0, len(sums), 2)]
+                        for lane, sums in enumerate(partials)]
+            carried = self._carry(beside, ADD_STAGES, carried)
         if sublane_levels == exact_log2(self.params.width):  # one sublane: its sum is the lane's
             carried |= {f"sum{lane}_0": sums[0] for lane, sums in enumerate(partials)}
 
         c = SimpleNamespace(**carried)
         mlp_beat = c.valid & ~c.attention
-        output = Stages(m, advance, count)
         accumulators = []
         for lane, (dot,) in enumerate(partials):
             accumulator = Signal(FP32.width, name=f"lane{lane}_accumulator")
@@ -116,10 +158,10 @@ class SIMDPipeline(wiring.Component):
             accumulators.append(Mux(c.attention, 0, following))
         sums = [Mux(c.attention, carried[f"sum{lane}_{s}"], 0)
                 for lane in range(self._lanes) for s in range(self.params.sublanes)]
-        out = output(valid=c.valid & (c.attention | c.emit), mode=c.attention,
+        out = beside(valid=c.valid & (c.attention | c.emit), mode=c.attention,
                      accumulator=Cat(*accumulators), sublane_sums=Cat(*sums))
-        if output.depth != self.latency:
-            raise AssertionError(f"latency {self.latency} stated, {output.depth} stages built")
+        if beside.depth != self.latency:
+            raise AssertionError(f"latency {self.latency} stated, {beside.depth} stages built")
 
         m.d.comb += [
             self.i.ready.eq(advance),
@@ -129,9 +171,8 @@ class SIMDPipeline(wiring.Component):
         return m
 
     @staticmethod
-    def _carry(level: Stages, stages: int, values: dict) -> dict:
-        """Register `values` through `stages` stages beside the datapaths of this level."""
-        beside = level.fork()
+    def _carry(beside: Stages, stages: int, values: dict) -> dict:
+        """Register `values` through `stages` stages beside the element modules of one level."""
         for _ in range(stages):
             values = vars(beside(**values))
         return values

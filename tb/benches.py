@@ -24,11 +24,12 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     Bench("fp32_mul", "tb.fp.bench"),
     Bench("fp16_mul_fp32", "tb.fp.bench"),
     Bench("mmu", "tb.mmu.bench", ({"out_of_order": False}, {"out_of_order": True})),
-    # Each FP32 adder is ~0.26 MB of Verilog and about a minute of Verilator build on 2 loaded cores, so
-    # pytest proves 2-wide lanes (two 1-wide sublanes); see the README section on the PNM lane.
+    # pytest proves 2-wide lanes (two 1-wide sublanes); `basedie verify` adds the paper's 1,024-wide lane (a
+    # 13-minute build) and the 16-lane array at a reduced width.
     Bench("pnm_lane", "tb.pnm.bench", ({"width": 2, "sublane_width": 1},),
-          verify_only=({"width": 8, "sublane_width": 2},)),
-    Bench("pnm_array", "tb.pnm.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},)),
+          verify_only=({"width": 1024, "sublane_width": 128},)),
+    Bench("pnm_array", "tb.pnm.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},),
+          verify_only=({"width": 16, "sublane_width": 4, "lanes": 16},)),
     # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the
     # full Table 5 configuration (512-bit interface, 32 lanes: a 7-minute build) is proved by `basedie verify`.
     Bench("dqb", "tb.dqb.bench",

@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     generate.set_defaults(run=_generate)
 
     verify = commands.add_parser("verify", help="run the benches and write the verified-figures table")
-    verify.add_argument("block", nargs="?", default="all", help="a registered block name, or 'all' (default)")
+    verify.add_argument("blocks", nargs="*", default=["all"], metavar="BLOCK",
+                        help="registered block names, or 'all' (default)")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -107,11 +108,11 @@ def _verify(args) -> int:
     from sysmodel.verified import TABLE_PATH, store
     from tb.verify import verify
 
-    names = _block_names(args.block)
+    names = [name for block in args.blocks for name in _block_names(block)]
     table = args.table or TABLE_PATH
     started = time.monotonic()
     entries = verify(names, waves=args.waves, jobs=args.jobs)
-    store(entries, table)
+    store(entries, table, remeasured=names)
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
         from tb.runner import BUILD_ROOT
@@ -122,7 +123,7 @@ def _verify(args) -> int:
 
 def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
-    return status or _verify(argparse.Namespace(block="all", waves=args.waves, jobs=args.jobs, table=args.table))
+    return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table))
 
 
 def _print_summary(entries, seconds: float, table: Path) -> None:

@@ -8,6 +8,7 @@ import ast
 import hashlib
 import importlib.util
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,9 @@ def load(path: Path = TABLE_PATH, rtl: Path | None = None) -> VerifiedBlocks:
     return VerifiedBlocks([VerifiedEntry(**e) for e in table["entries"]])
 
 
-def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH) -> None:
-    """Write entries into the table, replacing those with the same block and parameters."""
+def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Iterable[str] = ()) -> None:
+    """Write entries into the table, replacing those with the same block and parameters, and every entry of
+    the `remeasured` blocks (whose benches now prove exactly the parameter sets in `entries`)."""
     try:
         existing = json.loads(Path(path).read_text())["entries"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
@@ -135,6 +137,8 @@ def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH) -> None:
 
     fresh = [e.__dict__ for e in entries]
     replaced = {key(e) for e in fresh}
-    merged = sorted([e for e in existing if key(e) not in replaced] + fresh, key=key)
+    remeasured = set(remeasured)
+    kept = [e for e in existing if key(e) not in replaced and e["block"] not in remeasured]
+    merged = sorted(kept + fresh, key=key)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")

@@ -76,3 +76,5 @@ def test_store_replaces_only_matching_entries(tmp_path) -> None:
     after = json.loads(path.read_text())["entries"]
     assert len(after) == len(before)
     assert verified.load(path).figure(first.block, "latency_cycles", **first.params) == 99
+    verified.store([changed], path, remeasured=[first.block])  # its bench proves only this set now
+    assert [e for e in json.loads(path.read_text())["entries"] if e["block"] == first.block] == [changed.__dict__]

@@ -5,13 +5,23 @@ from rtl.registry import BLOCKS
 from sysmodel.verified import VerifiedEntry, rtl_digest
 
 from .benches import BENCHES
-from .runner import CLOCK_PERIOD_NS, run_bench, tool_versions
+from .runner import CLOCK_PERIOD_NS, run_bench, run_name, tool_versions
 
 
 def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
     """Every (block, parameters) pair the benches of these blocks prove."""
     return [(name, config) for name in block_names
             for config in BENCHES[name].configs + (BENCHES[name].verify_only if include_verify_only else ())]
+
+
+def module_runs(module: str) -> list[tuple[str, dict]]:
+    """The (block, parameters) pairs `pytest` proves with the bench `module` (its `configs`, not `verify_only`)."""
+    return bench_runs([name for name, bench in BENCHES.items() if bench.module == module], include_verify_only=False)
+
+
+def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
+    """Test ids for bench runs: their run folders' names."""
+    return [run_name(name, BLOCKS[name].params(**config)) for name, config in runs]
 
 
 def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEntry:

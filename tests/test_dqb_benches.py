@@ -6,9 +6,9 @@ from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
 from tb.runner import run_bench
-from tb.verify import bench_runs
+from tb.verify import module_runs
 
-RUNS = bench_runs(["dqb"], include_verify_only=False)
+RUNS = module_runs("tb.dqb.bench")
 
 
 @pytest.mark.parametrize("config", [config for _, config in RUNS], ids=[c["rounding"] for _, c in RUNS])

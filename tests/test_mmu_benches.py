@@ -10,14 +10,14 @@ from rtl.mmu.ports import Fault
 from tb.benches import BENCHES
 from tb.models import mmu as model
 from tb.runner import BenchFailed, run_bench
-from tb.verify import bench_runs
+from tb.verify import module_runs, run_ids
 
-RUNS = bench_runs(["mmu"], include_verify_only=False)
+RUNS = module_runs("tb.mmu.bench")
 SMALL = MMUParams(data_width=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
 
 
 @pytest.mark.parametrize("config", [c for _, c in RUNS],
-                         ids=["-".join(f"{k}={v}" for k, v in c.items()) or "default" for _, c in RUNS])
+                         ids=run_ids(RUNS))
 def test_bench(config: dict) -> None:
     figures = run_bench("mmu", BENCHES["mmu"].module, MMUParams(**config))
 

@@ -5,14 +5,12 @@ from rtl.pnm.simd import latency_of
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import run_bench
-from tb.verify import bench_runs
+from tb.verify import module_runs, run_ids
 
-RUNS = bench_runs([name for name, bench in BENCHES.items() if bench.module == "tb.pnm.bench"],
-                  include_verify_only=False)
+RUNS = module_runs("tb.pnm.bench")
 
 
-@pytest.mark.parametrize("block_name,config", RUNS,
-                         ids=[f"{b}-{'-'.join(map(str, c.values())) or 'default'}" for b, c in RUNS])
+@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
 def test_bench(block_name: str, config: dict) -> None:
     params = BLOCKS[block_name].params(**config)
     figures = run_bench(block_name, BENCHES[block_name].module, params)

@@ -1,0 +1,134 @@
+"""How long an iteration takes on a device, and what it moves: GPUs (roofline per operator) and DuoPD's PNMs
+(cycle counts from the verified lane figures, bandwidth from the stack and the MMU's share).
+
+Every executor answers `cost(work, bandwidth_scale)` (the `Work` counts may be numpy arrays: one decode
+block of consecutive iterations is priced at once): the iteration's time on all the devices of one
+instance working together, its FLOPs, HBM bytes and link bytes in total, and `offered`, the fraction of the
+memory bandwidth it asked for (what a co-runner on the same stacks competes with). `bandwidth_scale` < 1
+stretches the memory side of every operator when a co-runner wins part of the bandwidth.
+"""
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .arbitration import MMUArbitration
+from .errors import require
+from .hardware import Hardware
+from .operators import Shard, Work, ceil_div, ring_all_reduce_s
+from .verified import VerifiedBlocks
+
+
+class Cost(NamedTuple):
+    seconds: float
+    flops: float
+    hbm_bytes: float
+    link_bytes: float
+    offered: float          # fraction of the instance's memory bandwidth this iteration asks for
+
+
+@dataclass(frozen=True)
+class GPUExecution:
+    """`shard.tp` GPUs running one iteration in tensor parallel, with a fraction of their SMs.
+
+    Each operator takes the longer of its compute time and its memory time (no overlap between operators,
+    all-reduces not overlapped with compute); `sm_fraction` < 1 scales the compute and caps the bandwidth
+    by the GPU's bandwidth-vs-SM curve (paper §3.2)."""
+    hardware: Hardware
+    shard: Shard
+    sm_fraction: float = 1.0
+
+    def __post_init__(self) -> None:
+        require(0 < self.sm_fraction <= 1, f"SM fraction must be in (0, 1], got {self.sm_fraction}")
+
+    def cost(self, work: Work, bandwidth_scale: float = 1.0) -> Cost:
+        gpu, shard = self.hardware.gpu, self.shard
+        flop_rate = gpu.flops * self.sm_fraction
+        reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
+        byte_rate = reachable * bandwidth_scale
+        layer = shard.layer_ops(work)
+        head = shard.head_ops(work)
+        layer_s = sum(np.maximum(op.flops / flop_rate, op.bytes / byte_rate) for op in layer)
+        head_s = sum(np.maximum(op.flops / flop_rate, op.bytes / byte_rate) for op in head)
+        reduce_bytes = shard.all_reduce_bytes(work)
+        reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
+        layers = shard.model.layers
+        seconds = layers * (layer_s + reduce_s) + head_s
+        flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
+        hbm = layers * sum(op.bytes for op in layer) + sum(op.bytes for op in head)
+        link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
+        return Cost(seconds, flops * shard.tp, hbm * shard.tp, link * shard.tp,
+                    hbm / (seconds * gpu.memory.bandwidth))
+
+
+@dataclass(frozen=True)
+class LaneFigures:
+    """The PNM lane's measured figures (verified table, block `pnm_lane`)."""
+    width: int
+    latency_cycles: int
+    macs_per_cycle: float
+
+    @classmethod
+    def from_verified(cls, table: VerifiedBlocks, width: int) -> "LaneFigures":
+        entry = table.entry("pnm_lane", width=width)
+        figures = entry.figures
+        return cls(width, int(figures["latency_cycles"]),
+                   float(figures["macs_per_cycle"]) * float(figures["operand_pairs_per_cycle"]))
+
+
+@dataclass(frozen=True)
+class PNMExecution:
+    """DuoPD decoding on the PNMs of `shard.tp` GPUs (one PNM per stack), paper §4.2 and §5.
+
+    Within a GPU the weights are split over its stacks and the KV cache is split along the sequence
+    (sequence parallelism, FlashDecoding partial softmax, §5.2). Per operator and PNM, the lanes need
+    `passes × elements / macs_per_cycle` cycles: the memory operand is broadcast to all lanes, so an
+    MLP weight beat serves up to `lanes` sequences and a key beat up to `lanes` query heads of a GQA group
+    (one lane per head); more sequences or heads take more passes. The memory side moves the PNM's bytes
+    at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
+    access latency; each layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel
+    all-reduces over NVLink. Norms and softmax run on the PNM's vector unit, which is not modelled (its
+    operands sit in the PNM buffer)."""
+    hardware: Hardware
+    shard: Shard
+    lane: LaneFigures
+    mmu: MMUArbitration
+
+    @property
+    def peak_flops(self) -> float:
+        """One PNM: every lane's multipliers, two FLOPs per MAC."""
+        return self.hardware.pnm.lanes * self.lane.macs_per_cycle * 2 * self.hardware.pnm.clock_hz
+
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, gpu_offered: float = 0.0) -> Cost:
+        hw, shard, lane = self.hardware, self.shard, self.lane
+        pnm, stacks = hw.pnm, hw.gpu.stacks
+        byte_rate = hw.gpu.stack.bandwidth * bandwidth_scale
+        start_s = (lane.latency_cycles / pnm.clock_hz + hw.gpu.stack.latency_s
+                   + self.mmu.access_latency_s("pnm", {"gpu": gpu_offered, "pnm": 1.0}))
+        mlp_passes = ceil_div(work.tokens, pnm.lanes)
+        head_passes = ceil_div(shard.group, pnm.lanes)
+
+        def seconds_of(ops) -> tuple[float, float]:
+            total, hbm = 0.0, 0.0
+            for op in ops:
+                if op.kind == "vector":
+                    continue
+                passes = mlp_passes if op.kind == "matrix" else head_passes
+                nbytes = (op.weight_bytes + op.kv_bytes) / stacks
+                cycles = passes * (nbytes / 2) / lane.macs_per_cycle
+                total += np.maximum(cycles / pnm.clock_hz, nbytes / byte_rate) + start_s
+                hbm += nbytes
+            return total, hbm
+
+        layer, head = shard.layer_ops(work), shard.head_ops(work)
+        layer_s, layer_bytes = seconds_of(layer)
+        head_s, head_bytes = seconds_of(head)
+        reduce_bytes = shard.all_reduce_bytes(work)
+        exchange_s = 2 * pnm.all_reduce_s + ring_all_reduce_s(reduce_bytes, shard.tp, hw.link.bandwidth)
+        layers = shard.model.layers
+        seconds = layers * (layer_s + exchange_s) + head_s
+        flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
+        hbm_per_stack = layers * layer_bytes + head_bytes
+        link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
+        return Cost(seconds, flops * shard.tp, hbm_per_stack * stacks * shard.tp, link * shard.tp,
+                    hbm_per_stack / (seconds * hw.gpu.stack.bandwidth))

@@ -1,0 +1,104 @@
+"""Hardware presets: GPUs, the NVLink fabric, the PNM, and the GPU's bandwidth-vs-SMs relation.
+
+Every number cites its public source. The PNM's cycle-level figures (pipeline latency, MACs per cycle,
+operand beats per cycle) are not here: they come from the verified-figures table (`sysmodel.execution`).
+"""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .errors import require
+from .memory import HBM4_STACK, MemoryTier
+
+
+@dataclass(frozen=True)
+class SMBandwidthCurve:
+    """Fraction of peak memory bandwidth reachable with a fraction of the SMs (paper §3.2, Fig. 4).
+
+    Piecewise linear through measured points; the B200 preset is the paper's one stated point
+    (72 of 148 SMs reach 80 % of the all-SM bandwidth) with the ends (0 → 0, all → 1)."""
+    sm_fractions: tuple[float, ...]
+    bandwidth_fractions: tuple[float, ...]
+
+    def __call__(self, sm_fraction: float) -> float:
+        return float(np.interp(sm_fraction, self.sm_fractions, self.bandwidth_fractions))
+
+
+B200_SM_BANDWIDTH = SMBandwidthCurve((0.0, 72 / 148, 1.0), (0.0, 0.8, 1.0))
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str
+    flops: float                 # dense FP16 FLOP/s
+    power_w: float               # board power while executing
+    sms: int
+    stacks: int                  # HBM stacks attached
+    stack: MemoryTier = HBM4_STACK
+    sm_bandwidth: SMBandwidthCurve = B200_SM_BANDWIDTH
+
+    @property
+    def memory(self) -> MemoryTier:
+        return self.stack.scaled(self.stacks, f"{self.stacks}x {self.stack.name}")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A GPU's share of the scale-up fabric."""
+    name: str
+    bandwidth: float             # bytes/s per GPU, one direction
+    energy_per_bit: float        # J/bit
+
+
+@dataclass(frozen=True)
+class PNMArray:
+    """One PNM per HBM stack (paper §4.2, §6.1). The lane's width and MAC rate are verified figures; what is
+    here is how many lanes there are, the clock they run at, the buffer and the power."""
+    lanes: int
+    lane_width: int              # FP16 multipliers per lane (selects the verified lane entry)
+    clock_hz: float
+    buffer_bytes: int
+    power_w: float               # per stack
+    all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The machine every system is built from: `gpus` GPUs, each with its stacks and (for DuoPD) PNMs."""
+    gpu: GPU
+    gpus: int
+    link: Link
+    pnm: PNMArray
+    # Fraction of HBM energy saved when decode data flows TSV → PNM instead of through the interposer
+    # (paper §6.7, conservatively 7 % [Adhinarayanan et al., 2025]).
+    pnm_hbm_energy_saving: float = 0.07
+
+    def __post_init__(self) -> None:
+        require(self.gpus >= 1, "hardware: gpus must be >= 1")
+        require(self.gpu.flops > 0, "hardware: GPU flops must be > 0")
+        require(self.gpu.stacks >= 1, "hardware: GPU stacks must be >= 1")
+        require(self.link.bandwidth > 0, "hardware: link bandwidth must be > 0 bytes/s")
+        require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
+
+    def with_stack_bandwidth(self, bandwidth: float) -> "Hardware":
+        stack = replace(self.gpu.stack, bandwidth=bandwidth)
+        return replace(self, gpu=replace(self.gpu, stack=stack))
+
+
+# The paper's GPU (§6.1): GB300-class, 2.5 PFLOPS dense FP16 [NVIDIA, 2025a: GB300 NVL72 datasheet,
+# 360 PFLOPS FP16/BF16 dense per 72 GPUs = 5 PFLOPS sparse / 2.5 dense], 1,400 W [same datasheet, §6.7];
+# 8 HBM4 stacks (§6.1). SMs: 148, as the B200 whose bandwidth-vs-SM curve §3.2 measures.
+PAPER_GPU = GPU(name="GB300-class, 8x HBM4", flops=2.5e15, power_w=1400.0, sms=148, stacks=8)
+
+# NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s each way [NVIDIA, 2025b], §6.1; 8 pJ/bit (§6.7,
+# [Hong et al., 2024a; Dally, 2020]).
+NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12)
+
+# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS), 1 MB buffer; 6.45 W per stack
+# (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
+# conservative 500 ns.
+PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, buffer_bytes=1 << 20, power_w=6.45,
+                     all_reduce_s=500e-9)
+
+PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM)
+HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}

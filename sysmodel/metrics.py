@@ -1,0 +1,89 @@
+"""Metrics of a finished run: per-request latencies, distributions (p50/p99, not just means), throughput,
+utilization and energy (paper §6.2–6.7)."""
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .engine import Request
+from .servers import Accounting
+
+
+def request_row(request: Request) -> dict[str, float]:
+    """TTFT = arrival → first token; TPOT = mean time per output token after the first; E2E = arrival → last."""
+    tpot = ((request.finish - request.first_token) / (request.output_len - 1)
+            if request.output_len > 1 else math.nan)
+    return {
+        "id": request.id, "arrival_s": request.arrival, "input_len": request.input_len,
+        "output_len": request.output_len, "queue_s": request.prefill_start - request.arrival,
+        "ttft_s": request.first_token - request.arrival, "tpot_s": tpot, "e2e_s": request.finish - request.arrival,
+    }
+
+
+def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return {"mean": math.nan, "p50": math.nan, "p99": math.nan}
+    return {"mean": float(values.mean()), "p50": float(np.percentile(values, 50)),
+            "p99": float(np.percentile(values, 99))}
+
+
+def time_between_tokens(requests: Sequence[Request]) -> np.ndarray:
+    """Every gap between consecutive tokens of the same request."""
+    gaps = [np.diff(r.token_times) for r in requests if len(r.token_times) > 1]
+    return np.concatenate(gaps) if gaps else np.array([])
+
+
+def energy_j(account: Accounting, link_energy_per_bit: float) -> float:
+    """Busy time at the device's power, plus bytes moved in HBM and over the links."""
+    return (account.busy_s * account.power_w + account.hbm_bytes * account.hbm_energy_per_byte
+            + account.link_bytes * 8 * link_energy_per_bit)
+
+
+def summarize(requests: Sequence[Request], accounts: Sequence[Accounting], link_energy_per_bit: float,
+              gpu_peak_flops: float, memory_bandwidth: float) -> dict:
+    """Aggregate metrics; `gpu_peak_flops` and `memory_bandwidth` are the whole machine's."""
+    rows = [request_row(r) for r in requests]
+    start = min(r.arrival for r in requests)
+    makespan = max(r.finish for r in requests) - start
+    outputs = sum(r.output_len for r in requests)
+    tokens = outputs + sum(r.input_len for r in requests)
+    energies = {a.name: energy_j(a, link_energy_per_bit) for a in accounts}
+    total_energy = sum(energies.values())
+    gpu_flops = sum(a.flops for a in accounts if a.device == "gpu")
+    hbm_bytes = sum(a.hbm_bytes for a in accounts)
+    tbt = time_between_tokens(requests)
+    return {
+        "requests": len(requests),
+        "makespan_s": makespan,
+        "throughput": {"requests_per_s": len(requests) / makespan, "output_tokens_per_s": outputs / makespan,
+                       "tokens_per_s": tokens / makespan},
+        "ttft_s": _distribution([r["ttft_s"] for r in rows]),
+        "tpot_s": _distribution([r["tpot_s"] for r in rows]),
+        "e2e_s": _distribution([r["e2e_s"] for r in rows]),
+        "tbt_s": _distribution(tbt),
+        "utilization": {
+            "gpu_compute": gpu_flops / (gpu_peak_flops * makespan),
+            "hbm_bandwidth": hbm_bytes / (memory_bandwidth * makespan),
+            "by_server": {a.name: {"busy": a.busy_s / makespan,
+                                   "compute": a.flops / (a.peak_flops * makespan) if a.peak_flops else math.nan,
+                                   "hbm_bandwidth": a.hbm_bytes / (a.bandwidth * makespan) if a.bandwidth
+                                   else math.nan}
+                          for a in accounts},
+        },
+        "energy_j": {"total": total_energy, "per_request": total_energy / len(requests),
+                     "per_output_token": total_energy / outputs, "by_server": energies},
+    }
+
+
+def qps_at_ttft_multiple(qps: Sequence[float], ttft: Sequence[float], factor: float = 3.0) -> float:
+    """The QPS at which TTFT first reaches `factor` × its value at the lowest QPS (paper §6.3), linearly
+    interpolated between measured points; inf if it never does within the sweep."""
+    order = np.argsort(qps)
+    qps, ttft = np.asarray(qps, float)[order], np.asarray(ttft, float)[order]
+    limit = factor * ttft[0]
+    for i in range(1, len(qps)):
+        if ttft[i] >= limit:
+            return float(qps[i - 1] + (limit - ttft[i - 1]) / (ttft[i] - ttft[i - 1]) * (qps[i] - qps[i - 1]))
+    return math.inf

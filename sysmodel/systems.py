@@ -1,0 +1,231 @@
+"""The serving systems of the DuoPD study (paper §6.1, §6.5), each a wiring of servers on the hardware.
+
+- `duopd`: all 8 GPUs prefill in tensor parallel; all decoding runs on the PNMs of the same stacks, the two
+  sharing each stack through the MMU's arbitration; the KV cache stays where prefill wrote it.
+- `pd-1:1`, `pd-3:1`: PD disaggregation; prefill and decode instances on separate GPUs, the KV cache moved
+  over NVLink layer by layer while prefill runs.
+- `chunked`: one instance mixing prompt chunks (1K tokens dense, 4K MoE) with decoding.
+- `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
+"""
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .arbitration import MMUArbitration
+from .engine import EventLoop, Request
+from .errors import ConfigError, require
+from .execution import GPUExecution, LaneFigures, PNMExecution
+from .hardware import Hardware
+from .llm import LLM
+from .memory import FairSharing
+from .operators import Shard
+from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
+from .verified import VerifiedBlocks
+
+
+@dataclass(frozen=True)
+class Disaggregated:
+    prefill_instances: int
+    prefill_tp: int
+    decode_instances: int
+    decode_tp: int
+
+
+@dataclass(frozen=True)
+class SMPartition:
+    prefill_fraction: float
+
+
+@dataclass(frozen=True)
+class DuoPD:
+    pass
+
+
+@dataclass(frozen=True)
+class Chunked:
+    pass
+
+
+# PD ratios count GPUs: 1:1 = one TP4 prefill instance + one TP4 decode instance; 3:1 = three TP2 prefill
+# instances + one TP2 decode instance (6 + 2 GPUs, §6.2 "4:4 or 6:2"; TP2 because 64 heads do not split
+# over 6 GPUs).
+SYSTEMS = {
+    "duopd": DuoPD(),
+    "pd-1:1": Disaggregated(1, 4, 1, 4),
+    "pd-3:1": Disaggregated(3, 2, 1, 2),
+    "chunked": Chunked(),
+    "sm-9:1": SMPartition(0.9),
+    "sm-7:3": SMPartition(0.7),
+    "sm-5:5": SMPartition(0.5),
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Everything a system is built from."""
+    hardware: Hardware
+    model: LLM
+    table: VerifiedBlocks
+    mmu_policy: str = "prefill-first"
+    max_batch: int = 16
+    chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
+
+    def __post_init__(self) -> None:
+        require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
+        require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
+
+    @property
+    def chunk(self) -> int:
+        return self.chunk_tokens or (4096 if self.model.moe else 1024)
+
+
+def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
+    """The KV-cache capacity of one instance: what its GPUs' memory holds beyond their weights."""
+    capacity = setting.hardware.gpu.memory.capacity_bytes
+    weights = shard.weight_bytes
+    if weights >= capacity:
+        raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
+                          f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
+    return KVPool(int((capacity - weights) // shard.kv_bytes_per_token), name)
+
+
+class ServingSystem:
+    """A built system: `submit` requests, run the loop, read `accounts` and the requests."""
+
+    def __init__(self, loop: EventLoop, name: str) -> None:
+        self.loop, self.name = loop, name
+        self.accounts: list[Accounting] = []
+        self.finished: list[Request] = []
+        self.submit: Callable[[Request], None] = lambda request: None
+
+    def account(self, name: str, device: str, peak_flops: float, bandwidth: float, power_w: float,
+                hbm_energy_per_byte: float) -> Accounting:
+        accounting = Accounting(name, device, peak_flops, bandwidth, power_w, hbm_energy_per_byte)
+        self.accounts.append(accounting)
+        return accounting
+
+
+def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
+    if system not in SYSTEMS:
+        raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+    built = ServingSystem(loop, system)
+    spec = SYSTEMS[system]
+    builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition}
+    builders[type(spec)](spec, setting, built)
+    return built
+
+
+def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
+               prefill_account: Accounting, decode_account: Accounting, shard: Shard,
+               roles: tuple[str, str] = ("prefill", "decode")) -> None:
+    """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy); `roles`
+    are the names the memory's `Sharing` knows them by."""
+    loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
+    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, kv=kv, max_batch=setting.max_batch,
+                          finished=built.finished.append, kv_reserved=True)
+    prefill = PrefillServer(loop, roles[0], prefill_cost, prefill_account, memory, kv=kv, handoff=decode.submit)
+    built.submit = prefill.submit
+
+
+def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
+    hw = setting.hardware
+    shard = Shard(setting.model, hw.gpus)
+    mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
+    gpu = GPUExecution(hw, shard)
+    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
+    stacks = hw.gpus * hw.gpu.stacks
+    e_hbm = hw.gpu.stack.energy_per_byte
+    memory = hw.gpus * hw.gpu.memory.bandwidth
+    _colocated(
+        setting, built, SharedMemory(mmu),
+        prefill_cost=lambda work, scale=1.0, loads=None: gpu.cost(work, scale),
+        decode_cost=lambda work, scale=1.0, loads=None: pnm.cost(work, scale, (loads or {}).get("gpu", 0.0)),
+        prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
+                                      hw.gpus * hw.gpu.power_w, e_hbm),
+        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
+                                     e_hbm * (1 - hw.pnm_hbm_energy_saving)),
+        shard=shard, roles=("gpu", "pnm"))
+
+
+def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> None:
+    hw = setting.hardware
+    shard = Shard(setting.model, hw.gpus)
+    share = spec.prefill_fraction
+    prefill, decode = GPUExecution(hw, shard, share), GPUExecution(hw, shard, 1 - share)
+    e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
+    _colocated(
+        setting, built, SharedMemory(FairSharing()),
+        prefill_cost=lambda work, scale=1.0, loads=None: prefill.cost(work, scale),
+        decode_cost=lambda work, scale=1.0, loads=None: decode.cost(work, scale),
+        prefill_account=built.account("prefill SMs", "gpu", flops * share, memory, hw.gpus * hw.gpu.power_w * share,
+                                      e_hbm),
+        decode_account=built.account("decode SMs", "gpu", flops * (1 - share), memory,
+                                     hw.gpus * hw.gpu.power_w * (1 - share), e_hbm),
+        shard=shard)
+
+
+def _chunked(spec: Chunked, setting: Setting, built: ServingSystem) -> None:
+    hw = setting.hardware
+    shard = Shard(setting.model, hw.gpus)
+    gpu = GPUExecution(hw, shard)
+    account = built.account("chunked prefill", "gpu", hw.gpus * hw.gpu.flops, hw.gpus * hw.gpu.memory.bandwidth,
+                            hw.gpus * hw.gpu.power_w, hw.gpu.stack.energy_per_byte)
+    server = MixedServer(built.loop, "mixed", lambda work, scale=1.0, loads=None: gpu.cost(work, scale), account,
+                         kv=kv_pool(setting, shard, f"{hw.gpus} GPUs"), max_batch=setting.max_batch,
+                         chunk_tokens=setting.chunk, finished=built.finished.append)
+    built.submit = server.submit
+
+
+def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) -> None:
+    hw, loop, model = setting.hardware, built.loop, setting.model
+    used = spec.prefill_instances * spec.prefill_tp + spec.decode_instances * spec.decode_tp
+    require(used <= hw.gpus, f"{built.name} needs {used} GPUs, the hardware has {hw.gpus}")
+    e_hbm = hw.gpu.stack.energy_per_byte
+    decode_shard = Shard(model, spec.decode_tp)
+    decoders = []
+    for index in range(spec.decode_instances):
+        gpu = GPUExecution(hw, decode_shard)
+        decoders.append(DecodeServer(
+            loop, f"decode{index}", lambda work, scale=1.0, loads=None, gpu=gpu: gpu.cost(work, scale),
+            built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
+                          spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * hw.gpu.power_w, e_hbm),
+            kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
+            finished=built.finished.append))
+    prefill_shard = Shard(model, spec.prefill_tp)
+    # KV moves from each prefill GPU to a decode GPU over NVLink: as many links as the smaller side has GPUs.
+    link_bandwidth = min(spec.prefill_tp, spec.decode_tp) * hw.link.bandwidth
+    link_free = [0.0]
+    transfer_account = built.account("KV transfer (NVLink)", "link", 0.0, 0.0, 0.0, 0.0)
+
+    def handoff(request: Request) -> None:
+        kv_bytes = request.input_len * model.kv_bytes_per_token
+        transfer_s = kv_bytes / link_bandwidth
+        prefill_s = loop.now - request.prefill_start
+        # Layer-wise: layer l's KV leaves once layer l is computed; the link is one FIFO resource.
+        start = max(request.prefill_start + prefill_s / model.layers, link_free[0])
+        done = max(start + transfer_s, loop.now + transfer_s / model.layers)
+        link_free[0] = done
+        transfer_account.link_bytes += kv_bytes
+        target = min(decoders, key=lambda d: len(d.running) + len(d.waiting))
+        loop.at(done, lambda: target.submit(request))
+
+    queue: deque[Request] = deque()
+    prefillers = []
+    for index in range(spec.prefill_instances):
+        gpu = GPUExecution(hw, prefill_shard)
+        pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
+        server = PrefillServer(
+            loop, f"prefill{index}", lambda work, scale=1.0, loads=None, gpu=gpu: gpu.cost(work, scale),
+            built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
+                          spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * hw.gpu.power_w, e_hbm),
+            kv=pool, handoff=lambda request, pool=pool: (pool.release(request), handoff(request)), queue=queue)
+        prefillers.append(server)
+
+    def submit(request: Request) -> None:
+        for decoder in decoders:
+            decoder.kv.check_fits(request)
+        prefillers[0].kv.check_fits(request)
+        queue.append(request)
+        for server in prefillers:
+            server.try_start()
+    built.submit = submit

@@ -15,8 +15,14 @@ import numpy as np
 from .arbitration import MMUArbitration
 from .errors import require
 from .hardware import Hardware
-from .operators import Shard, Work, ceil_div, ring_all_reduce_s
+from .llm import BYTES_PER_VALUE
+from .operators import Shard, Work, ring_all_reduce_s
 from .verified import VerifiedBlocks
+
+
+def _larger(work: Work):
+    """Elementwise maximum for a block of iterations, the (much faster) builtin for one."""
+    return np.maximum if isinstance(work.kv_read, np.ndarray) else max
 
 
 class Cost(NamedTuple):
@@ -48,8 +54,9 @@ class GPUExecution:
         byte_rate = reachable * bandwidth_scale
         layer = shard.layer_ops(work)
         head = shard.head_ops(work)
-        layer_s = sum(np.maximum(op.flops / flop_rate, op.bytes / byte_rate) for op in layer)
-        head_s = sum(np.maximum(op.flops / flop_rate, op.bytes / byte_rate) for op in head)
+        larger = _larger(work)
+        layer_s = sum(larger(op.flops / flop_rate, op.bytes / byte_rate) for op in layer)
+        head_s = sum(larger(op.flops / flop_rate, op.bytes / byte_rate) for op in head)
         reduce_bytes = shard.all_reduce_bytes(work)
         reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
@@ -82,9 +89,10 @@ class PNMExecution:
 
     Within a GPU the weights are split over its stacks and the KV cache is split along the sequence
     (sequence parallelism, FlashDecoding partial softmax, §5.2). Per operator and PNM, the lanes need
-    `passes × elements / macs_per_cycle` cycles: the memory operand is broadcast to all lanes, so an
-    MLP weight beat serves up to `lanes` sequences and a key beat up to `lanes` query heads of a GQA group
-    (one lane per head); more sequences or heads take more passes. The memory side moves the PNM's bytes
+    `passes × elements / macs_per_cycle` cycles: the memory operand is broadcast to all lanes (§4.2), so a
+    weight beat serves up to `lanes` token rows (the sequences, or for an expert the tokens routed to it)
+    and a key/value beat up to `lanes` query heads of a GQA group; the rows an operand serves are its
+    FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
     access latency; each layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel
     all-reduces over NVLink. Norms and softmax run on the PNM's vector unit, which is not modelled (its
@@ -105,18 +113,18 @@ class PNMExecution:
         byte_rate = hw.gpu.stack.bandwidth * bandwidth_scale
         start_s = (lane.latency_cycles / pnm.clock_hz + hw.gpu.stack.latency_s
                    + self.mmu.access_latency_s("pnm", {"gpu": gpu_offered, "pnm": 1.0}))
-        mlp_passes = ceil_div(work.tokens, pnm.lanes)
-        head_passes = ceil_div(shard.group, pnm.lanes)
+        larger = _larger(work)
 
         def seconds_of(ops) -> tuple[float, float]:
             total, hbm = 0.0, 0.0
             for op in ops:
-                if op.kind == "vector":
+                elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
+                if op.kind == "vector" or not np.all(elements):
                     continue
-                passes = mlp_passes if op.kind == "matrix" else head_passes
-                nbytes = (op.weight_bytes + op.kv_bytes) / stacks
-                cycles = passes * (nbytes / 2) / lane.macs_per_cycle
-                total += np.maximum(cycles / pnm.clock_hz, nbytes / byte_rate) + start_s
+                passes = -(-(op.flops / (2 * elements)) // pnm.lanes)
+                nbytes = elements * BYTES_PER_VALUE / stacks
+                cycles = passes * elements / stacks / lane.macs_per_cycle
+                total += larger(cycles / pnm.clock_hz, nbytes / byte_rate) + start_s
                 hbm += nbytes
             return total, hbm
 

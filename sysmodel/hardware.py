@@ -4,6 +4,7 @@ Every number cites its public source. The PNM's cycle-level figures (pipeline la
 operand beats per cycle) are not here: they come from the verified-figures table (`sysmodel.execution`).
 """
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class GPU:
     stack: MemoryTier = HBM4_STACK
     sm_bandwidth: SMBandwidthCurve = B200_SM_BANDWIDTH
 
-    @property
+    @cached_property
     def memory(self) -> MemoryTier:
         return self.stack.scaled(self.stacks, f"{self.stacks}x {self.stack.name}")
 

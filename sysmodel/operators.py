@@ -130,7 +130,3 @@ def ring_all_reduce_s(nbytes: float, parties: int, link_bandwidth: float) -> flo
     """A ring all-reduce sends 2 (n − 1) / n of the buffer over each GPU's link."""
     return 0.0 if parties <= 1 else 2 * (parties - 1) / parties * nbytes / link_bandwidth
 
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-

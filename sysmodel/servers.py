@@ -65,10 +65,11 @@ class Accounting:
     iterations: int = 0
 
     def add(self, cost: Cost, iterations: int = 1) -> None:
-        self.busy_s += float(np.sum(cost.seconds))
-        self.flops += float(np.sum(cost.flops))
-        self.hbm_bytes += float(np.sum(cost.hbm_bytes))
-        self.link_bytes += float(np.sum(cost.link_bytes))
+        """Add totals (see `_first_steps`)."""
+        self.busy_s += cost.seconds
+        self.flops += cost.flops
+        self.hbm_bytes += cost.hbm_bytes
+        self.link_bytes += cost.link_bytes
         self.iterations += iterations
 
 
@@ -101,10 +102,10 @@ def _first(value) -> float:
     return float(np.ravel(value)[0])
 
 
-def _steps(cost: Cost) -> Cost:
-    """Every field as one value per iteration (fields that do not grow with the context come as scalars)."""
-    count = np.size(cost.seconds)
-    return Cost(*(np.broadcast_to(np.asarray(field, dtype=float), (count,)) for field in cost))
+def _first_steps(cost: Cost, steps: int) -> Cost:
+    """The totals of the first `steps` iterations of a block (fields that do not grow with the context are
+    scalars: one value for every iteration)."""
+    return Cost(*(float(np.sum(field[:steps])) if np.ndim(field) else field * steps for field in cost))
 
 
 class Server:
@@ -133,9 +134,10 @@ class Server:
 
     def start(self, work: Work) -> None:
         """Start a block of iterations (one per element of the work's arrays)."""
-        cost = _steps(self.price(work))
+        cost = self.price(work)
         self._block = cost
-        self._ends = self.loop.now + np.cumsum(cost.seconds)
+        self._ends = self.loop.now + np.cumsum(cost.seconds) if np.ndim(cost.seconds) else \
+            np.array([self.loop.now + cost.seconds])
         self.busy = True
         self._schedule(len(self._ends))
         if self.memory is not None:
@@ -158,7 +160,7 @@ class Server:
     def _finish(self, generation: int, steps: int) -> None:
         if generation != self._generation:
             return
-        self.accounting.add(Cost(*(field[:steps] for field in self._block)), steps)
+        self.accounting.add(_first_steps(self._block, steps), steps)
         ends = self._ends[:steps]
         self.busy, self.offered, self._block = False, 0.0, None
         if self.memory is not None:

@@ -41,7 +41,10 @@ class MMUArbitration:
     def from_verified(cls, table: VerifiedBlocks, policy: str) -> "MMUArbitration":
         if policy not in POLICIES:
             raise ConfigError(f"unknown MMU policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        entry = table.entry("mmu", out_of_order=False)
+        try:
+            entry = table.entry("mmu", out_of_order=False)
+        except KeyError as error:
+            raise ConfigError(str(error).strip('"')) from None
         points = [p for p in entry.figures["arbitration"] if p["policy"] == POLICIES[policy]]
         loads = sorted({p["gpu_offered"] for p in points} | {p["pnm_offered"] for p in points})
         axis = np.array([0.0, *loads])

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .arbitration import MMUArbitration
-from .errors import require
+from .errors import ConfigError, require
 from .hardware import Hardware
 from .llm import BYTES_PER_VALUE
 from .operators import Shard, Work, ring_all_reduce_s
@@ -77,8 +77,10 @@ class LaneFigures:
 
     @classmethod
     def from_verified(cls, table: VerifiedBlocks, width: int) -> "LaneFigures":
-        entry = table.entry("pnm_lane", width=width)
-        figures = entry.figures
+        try:
+            figures = table.entry("pnm_lane", width=width).figures
+        except KeyError as error:
+            raise ConfigError(str(error).strip('"')) from None
         return cls(width, int(figures["latency_cycles"]),
                    float(figures["macs_per_cycle"]) * float(figures["operand_pairs_per_cycle"]))
 

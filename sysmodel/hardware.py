@@ -3,12 +3,12 @@
 Every number cites its public source. The PNM's cycle-level figures (pipeline latency, MACs per cycle,
 operand beats per cycle) are not here: they come from the verified-figures table (`sysmodel.execution`).
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
-from .errors import require
+from .errors import ConfigError, require
 from .memory import HBM4_STACK, MemoryTier
 
 
@@ -80,6 +80,10 @@ class Hardware:
         require(self.gpu.stacks >= 1, "hardware: GPU stacks must be >= 1")
         require(self.link.bandwidth > 0, "hardware: link bandwidth must be > 0 bytes/s")
         require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
+        require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
+        require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
+                "hardware: powers, energies and latencies must be >= 0")
+        require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
 
     def with_stack_bandwidth(self, bandwidth: float) -> "Hardware":
         stack = replace(self.gpu.stack, bandwidth=bandwidth)
@@ -103,3 +107,32 @@ PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, buffer_bytes=1 << 
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM)
 HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}
+
+
+def with_overrides(hardware: Hardware, assignments: dict[str, str]) -> Hardware:
+    """`hardware` with dotted fields replaced, e.g. {"gpu.stack.bandwidth": "4e12", "pnm.lanes": "32"}:
+    what-if studies from the command line. Values are parsed as the field's current type; every level is
+    rebuilt, so each dataclass validates its new values."""
+    for path, text in assignments.items():
+        hardware = _replace_path(hardware, path.split("."), text, path)
+    return hardware
+
+
+def _replace_path(obj, names: list[str], text: str, path: str):
+    name = names[0]
+    if not is_dataclass(obj) or name not in {f.name for f in fields(obj)}:
+        choices = ", ".join(f.name for f in fields(obj)) if is_dataclass(obj) else "none"
+        raise ConfigError(f"hardware has no field {path!r} ({name!r} is not one of: {choices})")
+    current = getattr(obj, name)
+    if len(names) > 1:
+        return replace(obj, **{name: _replace_path(current, names[1:], text, path)})
+    if is_dataclass(current) or isinstance(current, tuple):
+        raise ConfigError(f"hardware field {path!r} is a group; name one of its fields")
+    try:
+        number = float(text) if isinstance(current, (int, float)) else None
+    except ValueError:
+        number = None
+    if isinstance(current, (int, float)) and (number is None or (isinstance(current, int) and not number.is_integer())):
+        raise ConfigError(f"hardware field {path!r} needs a {type(current).__name__}, got {text!r}")
+    value = type(current)(number) if number is not None else text
+    return replace(obj, **{name: value})

@@ -1,10 +1,13 @@
 """DuoPD's HBM sharing between GPU and PNM, taken from the MMU arbiter's verified figures (paper §4.3).
 
-The MMU bench measured, for each policy, the share of the memory-request slots each source obtained and its
-wait in cycles, at offered loads of 0.25/0.5/1.0 requests per cycle per source. Here those points are the
-whole model: shares and waits at other loads are bilinear interpolations between them, with the obvious
-edge that a source alone gets what it offers (up to the measured saturated rate). Nothing is fitted.
+The MMU bench measured, for each policy, at requested loads of 0.25/0.5/1.0 requests per cycle per source:
+the load each source actually offered, the share of the request slots it obtained and its median wait.
+Here those points are the whole model. What is interpolated is the fraction of its offered load each source
+is served (share / actually offered): bilinearly between the measured points, held constant beyond them,
+and 1 for a source whose co-runner offers nothing (it has the memory to itself). A source is granted its
+offered load times that fraction. Nothing is fitted.
 """
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,23 +20,39 @@ POLICIES = {"prefill-first": "prefill_first", "decode-first": "decode_first", "m
 SOURCES = ("gpu", "pnm")
 
 
-def _bilinear(axis: np.ndarray, grid: np.ndarray, x: float, y: float) -> float:
-    """Bilinear interpolation on a square grid over `axis` × `axis` (x, y inside the axis)."""
-    i = min(max(int(np.searchsorted(axis, x, side="right")) - 1, 0), len(axis) - 2)
-    j = min(max(int(np.searchsorted(axis, y, side="right")) - 1, 0), len(axis) - 2)
-    u = (x - axis[i]) / (axis[i + 1] - axis[i])
-    v = (y - axis[j]) / (axis[j + 1] - axis[j])
-    return float((1 - u) * ((1 - v) * grid[i, j] + v * grid[i, j + 1])
-                 + u * ((1 - v) * grid[i + 1, j] + v * grid[i + 1, j + 1]))
+def _bilinear(xs: tuple[float, ...], ys: tuple[float, ...], grid: np.ndarray, x, y):
+    """Bilinear interpolation of grid[xs index, ys index], clamped to the axes; x and y may be arrays (a block
+    of iterations). Scalars take a plain-Python path: it runs for every iteration that shares a stack."""
+    if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+        x, y = min(max(float(x), xs[0]), xs[-1]), min(max(float(y), ys[0]), ys[-1])
+        i = min(bisect_right(xs, x) - 1, len(xs) - 2)
+        j = min(bisect_right(ys, y) - 1, len(ys) - 2)
+        u = (x - xs[i]) / (xs[i + 1] - xs[i])
+        v = (y - ys[j]) / (ys[j + 1] - ys[j])
+        g = grid.item
+        return ((1 - u) * ((1 - v) * g(i, j) + v * g(i, j + 1)) + u * ((1 - v) * g(i + 1, j) + v * g(i + 1, j + 1)))
+    xa, ya = np.asarray(xs), np.asarray(ys)
+    x, y = np.clip(x, xa[0], xa[-1]), np.clip(y, ya[0], ya[-1])
+    i = np.clip(np.searchsorted(xa, x, side="right") - 1, 0, len(xa) - 2)
+    j = np.clip(np.searchsorted(ya, y, side="right") - 1, 0, len(ya) - 2)
+    u = (x - xa[i]) / (xa[i + 1] - xa[i])
+    v = (y - ya[j]) / (ya[j + 1] - ya[j])
+    return ((1 - u) * ((1 - v) * grid[i, j] + v * grid[i, j + 1])
+            + u * ((1 - v) * grid[i + 1, j] + v * grid[i + 1, j + 1]))
+
+
+def _clip01(value):
+    return np.clip(value, 0.0, 1.0) if isinstance(value, np.ndarray) else min(max(float(value), 0.0), 1.0)
 
 
 @dataclass(frozen=True)
 class MMUArbitration:
     """A `Sharing` for one HBM stack whose users are named "gpu" and "pnm"."""
     policy: str
-    axis: np.ndarray                     # offered loads, with 0 prepended
-    shares: dict[str, np.ndarray]        # source → grid[gpu_offered index, pnm_offered index]
-    waits_p50: dict[str, np.ndarray]     # cycles, same grid
+    loads: tuple[float, ...]             # the requested loads of the measurement, ascending
+    served: dict[str, np.ndarray]        # source → fraction served, grid[gpu load index, pnm load index];
+                                         # the co-runner's axis starts with an extra 0 (alone: 1.0)
+    waits_p50: dict[str, np.ndarray]     # cycles, grid over (0, *loads) × (0, *loads)
     latency_cycles: dict[str, int]       # request to memory, unloaded
     clock_hz: float
 
@@ -47,25 +66,29 @@ class MMUArbitration:
             raise ConfigError(str(error).strip('"')) from None
         points = [p for p in entry.figures["arbitration"] if p["policy"] == POLICIES[policy]]
         loads = sorted({p["gpu_offered"] for p in points} | {p["pnm_offered"] for p in points})
-        axis = np.array([0.0, *loads])
-        saturated = float(entry.figures["requests_per_cycle_saturated"])
-        shares = {s: np.zeros((len(axis), len(axis))) for s in SOURCES}
-        waits = {s: np.zeros((len(axis), len(axis))) for s in SOURCES}
-        for i, load in enumerate(axis):   # a source alone gets what it offers
-            shares["gpu"][i, 0] = shares["pnm"][0, i] = min(load, saturated)
+        n = len(loads)
+        served = {"gpu": np.ones((n, n + 1)), "pnm": np.ones((n + 1, n))}
+        waits = {s: np.zeros((n + 1, n + 1)) for s in SOURCES}
         for p in points:
-            i, j = loads.index(p["gpu_offered"]) + 1, loads.index(p["pnm_offered"]) + 1
+            i, j = loads.index(p["gpu_offered"]), loads.index(p["pnm_offered"])
+            served["gpu"][i, j + 1] = p["gpu_share"] / p["gpu_offered_actual"]
+            served["pnm"][i + 1, j] = p["pnm_share"] / p["pnm_offered_actual"]
             for s in SOURCES:
-                shares[s][i, j] = p[f"{s}_share"]
-                waits[s][i, j] = p[f"{s}_wait_p50"]
+                waits[s][i + 1, j + 1] = p[f"{s}_wait_p50"]
         latency = {s: int(entry.figures[f"latency_cycles_{s}"]) for s in SOURCES}
-        return cls(policy, axis, shares, waits, latency, float(entry.provenance["clock_hz"]))
+        return cls(policy, tuple(loads), served, waits, latency, float(entry.provenance["clock_hz"]))
 
-    def grant(self, offered: Mapping[str, float]) -> dict[str, float]:
-        x, y = (min(max(offered.get(s, 0.0), 0.0), 1.0) for s in SOURCES)
-        return {s: _bilinear(self.axis, self.shares[s], x, y) for s in SOURCES}
+    def _axes(self, source: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        with_zero = (0.0, *self.loads)
+        return (self.loads, with_zero) if source == "gpu" else (with_zero, self.loads)
+
+    def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
+        x, y = (_clip01(offered.get(s, 0.0)) for s in SOURCES)
+        return {s: load * _bilinear(*self._axes(s), self.served[s], x, y) for s, load in zip(SOURCES, (x, y))}
 
     def access_latency_s(self, source: str, offered: Mapping[str, float]) -> float:
         """Unloaded MMU latency plus the median wait at these loads."""
-        x, y = (min(max(offered.get(s, 0.0), 0.0), 1.0) for s in SOURCES)
-        return (self.latency_cycles[source] + _bilinear(self.axis, self.waits_p50[source], x, y)) / self.clock_hz
+        x, y = (_clip01(offered.get(s, 0.0)) for s in SOURCES)
+        axis = (0.0, *self.loads)
+        wait = float(_bilinear(axis, axis, self.waits_p50[source], x, y))
+        return (self.latency_cycles[source] + wait) / self.clock_hz

@@ -52,17 +52,25 @@ class GPUExecution:
         flop_rate = gpu.flops * self.sm_fraction
         reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
         byte_rate = reachable * bandwidth_scale
-        layer = shard.layer_ops(work)
-        head = shard.head_ops(work)
         larger = _larger(work)
-        layer_s = sum(larger(op.flops / flop_rate, op.bytes / byte_rate) for op in layer)
-        head_s = sum(larger(op.flops / flop_rate, op.bytes / byte_rate) for op in head)
+
+        def totals(ops) -> tuple[float, float, float]:
+            seconds = flops = nbytes = 0.0
+            for op in ops:
+                op_bytes = op.weight_bytes + op.kv_bytes + op.act_bytes
+                seconds += larger(op.flops / flop_rate, op_bytes / byte_rate)
+                flops += op.flops
+                nbytes += op_bytes
+            return seconds, flops, nbytes
+
+        layer_s, layer_flops, layer_bytes = totals(shard.layer_ops(work))
+        head_s, head_flops, head_bytes = totals(shard.head_ops(work))
         reduce_bytes = shard.all_reduce_bytes(work)
         reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
         seconds = layers * (layer_s + reduce_s) + head_s
-        flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
-        hbm = layers * sum(op.bytes for op in layer) + sum(op.bytes for op in head)
+        flops = layers * layer_flops + head_flops
+        hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
         return Cost(seconds, flops * shard.tp, hbm * shard.tp, link * shard.tp,
                     hbm / (seconds * gpu.memory.bandwidth))
@@ -121,7 +129,7 @@ class PNMExecution:
             total, hbm = 0.0, 0.0
             for op in ops:
                 elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
-                if op.kind == "vector" or not np.all(elements):
+                if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
                     continue
                 passes = -(-(op.flops / (2 * elements)) // pnm.lanes)
                 nbytes = elements * BYTES_PER_VALUE / stacks

@@ -3,6 +3,7 @@
 Every number cites its public source. The PNM's cycle-level figures (pipeline latency, MACs per cycle,
 operand beats per cycle) are not here: they come from the verified-figures table (`sysmodel.execution`).
 """
+import math
 from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import cached_property
 
@@ -85,10 +86,6 @@ class Hardware:
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
 
-    def with_stack_bandwidth(self, bandwidth: float) -> "Hardware":
-        stack = replace(self.gpu.stack, bandwidth=bandwidth)
-        return replace(self, gpu=replace(self.gpu, stack=stack))
-
 
 # The paper's GPU (§6.1): GB300-class, 2.5 PFLOPS dense FP16 [NVIDIA, 2025a: GB300 NVL72 datasheet,
 # 360 PFLOPS FP16/BF16 dense per 72 GPUs = 5 PFLOPS sparse / 2.5 dense], 1,400 W [same datasheet, §6.7];
@@ -134,5 +131,7 @@ def _replace_path(obj, names: list[str], text: str, path: str):
         number = None
     if isinstance(current, (int, float)) and (number is None or (isinstance(current, int) and not number.is_integer())):
         raise ConfigError(f"hardware field {path!r} needs a {type(current).__name__}, got {text!r}")
+    if number is not None and not math.isfinite(number):
+        raise ConfigError(f"hardware field {path!r} must be finite, got {text!r}")
     value = type(current)(number) if number is not None else text
     return replace(obj, **{name: value})

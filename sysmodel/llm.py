@@ -116,12 +116,12 @@ def from_config(config: dict, name: str) -> LLM:
         hidden=hidden,
         heads=heads,
         kv_heads=_get(config, "num_key_value_heads", "num_kv_heads", default=heads),
-        head_dim=_get(config, "head_dim", default=hidden // heads if hidden % heads == 0 else 0),
+        head_dim=_get(config, "head_dim", default=hidden // heads if heads >= 1 and hidden % heads == 0 else 0),
         ffn=_get(config, "moe_intermediate_size", default=dense_ffn) if experts else dense_ffn,
         vocab=_get(config, "vocab_size"),
         gated_mlp=activation in ("silu", "swiglu", "swish"),
         experts=experts,
-        experts_per_token=_get(config, "num_experts_per_tok", "num_experts_per_token", default=0) if experts else 0,
+        experts_per_token=_get(config, "num_experts_per_tok", "num_experts_per_token") if experts else 0,
     )
 
 
@@ -137,4 +137,6 @@ def resolve_model(spec: str) -> LLM:
         config = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: not valid JSON ({error})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
     return from_config(config, name=path.parent.name or path.stem)

@@ -5,9 +5,12 @@ The serving systems only ever ask a tier for `capacity_bytes`, `bandwidth`, `lat
 and `sharing.grant(...)`; a High-Bandwidth-Flash tier or a near-memory dequantization path is another
 `MemoryTier` (or another `Sharing`) and slots in without touching them.
 """
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from .errors import require
 
@@ -23,15 +26,19 @@ class Sharing(Protocol):
 @dataclass(frozen=True)
 class FairSharing:
     """Max-min fair division (water-filling): no user gets more than it offers, the rest is split evenly.
-    The default for users without an arbiter of their own (e.g. two SM partitions of one GPU)."""
+    The default for users without an arbiter of their own (e.g. two SM partitions of one GPU). Offers may be
+    arrays (one value per iteration of a block)."""
 
-    def grant(self, offered: Mapping[str, float]) -> dict[str, float]:
-        granted: dict[str, float] = {}
-        left, users = 1.0, sorted(offered, key=offered.get)
-        for index, user in enumerate(users):
-            granted[user] = min(max(offered[user], 0.0), left / (len(users) - index))
-            left -= granted[user]
-        return granted
+    def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
+        users = list(offered)
+        loads = np.maximum(np.broadcast_arrays(*(np.asarray(offered[u], dtype=float) for u in users)), 0.0)
+        ordered = np.sort(loads, axis=0)
+        below = np.cumsum(ordered, axis=0) - ordered       # offered by the users smaller than each one
+        level = (1.0 - below) / (len(users) - np.arange(len(users))).reshape(-1, *[1] * (loads.ndim - 1))
+        # The fair level is the first candidate not above the offer it stands against (inf: all satisfied).
+        fits = level <= ordered
+        fair = np.where(fits.any(axis=0), np.take_along_axis(level, fits.argmax(axis=0)[None], 0)[0], np.inf)
+        return {u: np.minimum(loads[k], fair) for k, u in enumerate(users)}
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class MemoryTier:
     def __post_init__(self) -> None:
         require(self.capacity_bytes > 0, f"memory tier {self.name}: capacity_bytes must be > 0")
         require(self.bandwidth > 0, f"memory tier {self.name}: bandwidth must be > 0 bytes/s")
+        require(self.capacity_bytes < math.inf and self.bandwidth < math.inf,
+                f"memory tier {self.name}: capacity_bytes and bandwidth must be finite")
         require(self.latency_s >= 0 and self.energy_per_byte >= 0,
                 f"memory tier {self.name}: latency_s and energy_per_byte must be >= 0")
 

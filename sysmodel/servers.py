@@ -65,7 +65,6 @@ class Accounting:
     iterations: int = 0
 
     def add(self, cost: Cost, iterations: int = 1) -> None:
-        """Add totals (see `_first_steps`)."""
         self.busy_s += cost.seconds
         self.flops += cost.flops
         self.hbm_bytes += cost.hbm_bytes
@@ -74,72 +73,98 @@ class Accounting:
 
 
 class SharedMemory:
-    """Servers on the same stacks: at the start of an iteration, a server's bandwidth is scaled by the share
-    the tier's `Sharing` grants it against the co-runners busy at that moment (quasi-static coupling)."""
+    """Servers on the same stacks: an iteration's bandwidth is scaled by the share the tier's `Sharing` grants
+    it against the co-runners busy at that moment; when a co-runner starts or stops, the iteration in
+    progress is re-priced for the work it has left."""
 
     def __init__(self, sharing: Sharing) -> None:
         self.sharing = sharing
         self.users: dict[str, Server] = {}
 
-    def loads(self, asking: str, offered: float) -> dict[str, float]:
+    def loads(self, asking: str, offered: float | np.ndarray) -> dict[str, float | np.ndarray]:
         loads = {name: server.offered for name, server in self.users.items() if server.busy and name != asking}
         loads[asking] = offered
         return loads
 
-    def scale(self, asking: str, loads: dict[str, float]) -> float:
-        offered = loads[asking]
-        if len(loads) == 1 or offered <= 0:
-            return 1.0
-        return min(1.0, self.sharing.grant(loads)[asking] / offered)
+    def scale(self, asking: str, loads: dict[str, float | np.ndarray]) -> float | np.ndarray:
+        """Granted / offered for `asking` (1 alone), never below `MIN_SHARE`."""
+        offered, granted = loads[asking], self.sharing.grant(loads)[asking]
+        if not isinstance(offered, np.ndarray):
+            return min(max(float(granted) / offered, MIN_SHARE), 1.0) if offered > 0 else 1.0
+        positive = offered > 0
+        return np.clip(np.where(positive, granted / np.where(positive, offered, 1.0), 1.0), MIN_SHARE, 1.0)
 
     def changed(self, by: str) -> None:
         for name, server in self.users.items():
             if name != by:
-                server.interrupt()
+                server.reprice()
 
 
-def _first(value) -> float:
-    return float(np.ravel(value)[0])
+# A source granted no bandwidth stalls; this floor keeps its iteration's time finite until a co-runner
+# changes and the iteration is re-priced (it never decides a result: 1e-9 of a stack is 2 kB/s).
+MIN_SHARE = 1e-9
 
 
-def _first_steps(cost: Cost, steps: int) -> Cost:
-    """The totals of the first `steps` iterations of a block (fields that do not grow with the context are
-    scalars: one value for every iteration)."""
-    return Cost(*(float(np.sum(field[:steps])) if np.ndim(field) else field * steps for field in cost))
+def _at(value, index: int):
+    return value[index] if isinstance(value, np.ndarray) else value
+
+
+def _per_iteration(value, count: int) -> np.ndarray:
+    """A writable array of one value per iteration of a block (scalars hold for every iteration)."""
+    return np.array(value, dtype=float) if isinstance(value, np.ndarray) else np.full(count, float(value))
 
 
 class Server:
     """Runs blocks of one or more iterations; subclasses say what work comes next and what it did."""
 
     def __init__(self, loop: EventLoop, role: str, cost: Callable[..., Cost], accounting: Accounting,
-                 memory: SharedMemory | None = None) -> None:
+                 memory: SharedMemory | None = None, sees_loads: bool = False) -> None:
         self.loop, self.role, self._cost, self.accounting, self.memory = loop, role, cost, accounting, memory
+        self.sees_loads = sees_loads    # the cost depends on the co-runners' loads, not only on the share
         self.busy = False
-        self.offered = 0.0
+        self._work: Work | None = None
+        self._offered: np.ndarray = np.zeros(0)     # what each iteration of the block asks for, alone
+        self._scales: np.ndarray = np.ones(0)       # the bandwidth scale each iteration was priced at
+        self._block: list[np.ndarray] = []          # Cost fields, one value per iteration
+        self._ends: np.ndarray = np.zeros(0)
+        self._start = 0.0
         self._generation = 0
-        self._ends: np.ndarray = np.empty(0)
-        self._block: Cost | None = None
         if memory is not None:
             memory.users[role] = self
 
-    def price(self, work: Work) -> Cost:
-        alone = self._cost(work)
-        self.offered = _first(alone.offered)
-        if self.memory is None:
-            return alone
-        loads = self.memory.loads(self.role, self.offered)
-        if len(loads) == 1:
-            return alone
-        return self._cost(work, self.memory.scale(self.role, loads), loads)
+    def _current(self) -> int:
+        """Index of the iteration in progress."""
+        return int(np.searchsorted(self._ends, self.loop.now, side="left"))
+
+    @property
+    def offered(self) -> float:
+        """The bandwidth fraction the iteration in progress asks for (0 when idle): what co-runners see."""
+        return float(self._offered[min(self._current(), len(self._offered) - 1)]) if self.busy else 0.0
+
+    def _shared(self, work: Work, offered, alone: Cost | None) -> tuple[Cost, float | np.ndarray]:
+        """The work's cost next to the co-runners busy now, and the bandwidth scale it got."""
+        loads = self.memory.loads(self.role, offered) if self.memory is not None else {}
+        if len(loads) <= 1:
+            return alone or self._cost(work), 1.0
+        scale = self.memory.scale(self.role, loads)
+        if alone is not None and not self.sees_loads and np.all(scale == 1.0):
+            return alone, scale
+        return self._cost(work, scale, loads), scale
 
     def start(self, work: Work) -> None:
-        """Start a block of iterations (one per element of the work's arrays)."""
-        cost = self.price(work)
-        self._block = cost
-        self._ends = self.loop.now + np.cumsum(cost.seconds) if np.ndim(cost.seconds) else \
-            np.array([self.loop.now + cost.seconds])
+        """Start a block of iterations (one per element of the work's arrays); with co-runners each iteration
+        gets the share its own offered load obtains, as if priced one at a time."""
+        alone = self._cost(work)
+        cost, scale = self._shared(work, alone.offered, alone)
+        count = np.size(cost.seconds)
+        self._work = work
+        self._offered = _per_iteration(alone.offered, count)
+        self._scales = _per_iteration(scale, count)
+        self._block = [_per_iteration(field, count) for field in cost]
+        self._start = self.loop.now
+        self._ends = self.loop.now + np.cumsum(self._block[0])
         self.busy = True
-        self._schedule(len(self._ends))
+        self._schedule(count)
         if self.memory is not None:
             self.memory.changed(self.role)
 
@@ -150,19 +175,40 @@ class Server:
 
     def interrupt(self) -> None:
         """End the block with the iteration in progress (no-op when idle or already there)."""
+        if self.busy and self._current() + 1 < len(self._ends):
+            self._ends = self._ends[:self._current() + 1]
+            self._schedule(len(self._ends))
+
+    def reprice(self) -> None:
+        """A co-runner started or stopped: finish the iteration in progress at the new share (the fraction of
+        it already done is kept), then end the block there."""
         if not self.busy:
             return
-        steps = int(np.searchsorted(self._ends, self.loop.now, side="left")) + 1
-        if steps < len(self._ends):
-            self._ends = self._ends[:steps]
-            self._schedule(steps)
+        now, index = self.loop.now, self._current()
+        begin = self._ends[index - 1] if index else self._start
+        end = self._ends[index]
+        if end <= now:      # it ends right now: only the rest of the block changes
+            self.interrupt()
+            return
+        offered = float(self._offered[index])
+        loads = self.memory.loads(self.role, offered)
+        if not self.sees_loads and (self.memory.scale(self.role, loads) if len(loads) > 1 else 1.0) == \
+                self._scales[index]:
+            self.interrupt()      # the same share: the iteration in progress keeps its time
+            return
+        done = (now - begin) / (end - begin) if np.isfinite(end) else 0.0
+        cost, _ = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        self._ends = self._ends[:index + 1]
+        self._ends[index] = now + (1.0 - done) * cost.seconds
+        self._block[0][index] = self._ends[index] - begin
+        self._schedule(index + 1)
 
     def _finish(self, generation: int, steps: int) -> None:
         if generation != self._generation:
             return
-        self.accounting.add(_first_steps(self._block, steps), steps)
+        self.accounting.add(Cost(*(float(field[:steps].sum()) for field in self._block)), steps)
         ends = self._ends[:steps]
-        self.busy, self.offered, self._block = False, 0.0, None
+        self.busy = False
         if self.memory is not None:
             self.memory.changed(self.role)
         self.completed(ends)
@@ -216,18 +262,36 @@ class DecodeServer(Server):
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.context = 0              # KV tokens the next iteration reads, over the running requests
+        self._admitted: dict[int, Callable[[], None]] = {}
+        self._kicked = False
 
-    def submit(self, request: Request) -> None:
+    def submit(self, request: Request, admitted: Callable[[], None] | None = None) -> None:
+        """Queue a prefilled request; `admitted` runs when it joins the batch (its KV then lives here)."""
         if not self.kv_reserved:
             self.kv.check_fits(request)
+        if admitted is not None:
+            self._admitted[request.id] = admitted
         if request.done:
+            self._admitted.pop(request.id, lambda: None)()
             self._retire(request)
             return
         self.waiting.append(request)
+        self.wake()
+
+    def wake(self) -> None:
+        """Start (once everything due at this instant has run, so that requests arriving together are batched
+        together) or cut the block so that new work joins at the next iteration."""
+        if self.busy:
+            if len(self.running) < self.max_batch:
+                self.interrupt()
+        elif not self._kicked:
+            self._kicked = True
+            self.loop.at(self.loop.now, self._kick)
+
+    def _kick(self) -> None:
+        self._kicked = False
         if not self.busy:
             self.step()
-        elif len(self.running) < self.max_batch:
-            self.interrupt()
 
     def _retire(self, request: Request) -> None:
         if self.kv_reserved or request in self.running:
@@ -240,6 +304,7 @@ class DecodeServer(Server):
             request = self.waiting.popleft()
             self.running.append(request)
             self.context += request.context + 1
+            self._admitted.pop(request.id, lambda: None)()
 
     def step(self) -> None:
         self._admit()
@@ -280,13 +345,10 @@ class MixedServer(DecodeServer):
         self.prefilling: list[Request] = []
         self.chunks: list[tuple[Request, int]] = []
 
-    def submit(self, request: Request) -> None:
+    def submit(self, request: Request, admitted: Callable[[], None] | None = None) -> None:
         self.kv.check_fits(request)
         self.queue.append(request)
-        if not self.busy:
-            self.step()
-        else:
-            self.interrupt()
+        self.wake()
 
     def step(self) -> None:
         while (self.queue and len(self.prefilling) + len(self.running) < self.max_batch

@@ -2,6 +2,7 @@
 from dataclasses import asdict, dataclass, field
 
 from . import verified
+from .arbitration import POLICIES
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
@@ -41,6 +42,8 @@ def resolve_hardware(spec: str | Hardware) -> Hardware:
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
     """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
     require(config.system in SYSTEMS, f"unknown system {config.system!r}; choose one of {', '.join(SYSTEMS)}")
+    require(config.mmu_policy in POLICIES,
+            f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,

@@ -117,12 +117,12 @@ def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
 
 def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
                prefill_account: Accounting, decode_account: Accounting, shard: Shard,
-               roles: tuple[str, str] = ("prefill", "decode")) -> None:
+               roles: tuple[str, str] = ("prefill", "decode"), decode_sees_loads: bool = False) -> None:
     """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy); `roles`
     are the names the memory's `Sharing` knows them by."""
     loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
-    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, kv=kv, max_batch=setting.max_batch,
-                          finished=built.finished.append, kv_reserved=True)
+    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, decode_sees_loads, kv=kv,
+                          max_batch=setting.max_batch, finished=built.finished.append, kv_reserved=True)
     prefill = PrefillServer(loop, roles[0], prefill_cost, prefill_account, memory, kv=kv, handoff=decode.submit)
     built.submit = prefill.submit
 
@@ -144,7 +144,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
                                       hw.gpus * hw.gpu.power_w, e_hbm),
         decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
-        shard=shard, roles=("gpu", "pnm"))
+        shard=shard, roles=("gpu", "pnm"), decode_sees_loads=True)   # the MMU's wait depends on the GPU's load
 
 
 def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> None:
@@ -197,7 +197,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     link_free = [0.0]
     transfer_account = built.account("KV transfer (NVLink)", "link", 0.0, 0.0, 0.0, 0.0)
 
-    def handoff(request: Request) -> None:
+    def handoff(request: Request, pool: KVPool) -> None:
         kv_bytes = request.input_len * model.kv_bytes_per_token
         transfer_s = kv_bytes / link_bandwidth
         prefill_s = loop.now - request.prefill_start
@@ -206,8 +206,10 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
         done = max(start + transfer_s, loop.now + transfer_s / model.layers)
         link_free[0] = done
         transfer_account.link_bytes += kv_bytes
+        transfer_account.busy_s += transfer_s
         target = min(decoders, key=lambda d: len(d.running) + len(d.waiting))
-        loop.at(done, lambda: target.submit(request))
+        # The prefill instance holds the KV until the decode instance admits the request.
+        loop.at(done, lambda: target.submit(request, admitted=lambda: pool.release(request)))
 
     queue: deque[Request] = deque()
     prefillers = []
@@ -218,7 +220,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
             loop, f"prefill{index}", lambda work, scale=1.0, loads=None, gpu=gpu: gpu.cost(work, scale),
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * hw.gpu.power_w, e_hbm),
-            kv=pool, handoff=lambda request, pool=pool: (pool.release(request), handoff(request)), queue=queue)
+            kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)
         prefillers.append(server)
 
     def submit(request: Request) -> None:

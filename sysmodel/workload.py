@@ -37,6 +37,8 @@ class PoissonArrivals:
 
     def __post_init__(self) -> None:
         require(self.qps > 0, f"workload: qps must be > 0, got {self.qps}")
+        require(self.qps < float("inf"), f"workload: qps must be finite, got {self.qps}")
+        require(self.seed >= 0, f"workload: seed must be >= 0, got {self.seed}")
         require(self.requests >= 1, f"workload: requests must be >= 1, got {self.requests}")
         require(self.input_len >= 1, f"workload: input length must be >= 1, got {self.input_len}")
         require(self.output_len >= 1, f"workload: output length must be >= 1, got {self.output_len}")

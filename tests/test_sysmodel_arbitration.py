@@ -1,0 +1,126 @@
+"""Bandwidth sharing: the MMU arbitration reproduces the verified points and interpolates between them; fair
+(max-min) sharing never over-grants."""
+import itertools
+
+import numpy as np
+import pytest
+
+from sysmodel import verified
+from sysmodel.arbitration import POLICIES, MMUArbitration
+from sysmodel.errors import ConfigError
+from sysmodel.memory import FairSharing
+
+
+@pytest.fixture(scope="module")
+def table() -> verified.VerifiedBlocks:
+    return verified.load()
+
+
+def measured(table: verified.VerifiedBlocks, policy: str) -> list[dict]:
+    entry = table.entry("mmu", out_of_order=False)
+    return [p for p in entry.figures["arbitration"] if p["policy"] == POLICIES[policy]]
+
+
+def served(point: dict, source: str) -> float:
+    """The fraction of its offered load a source obtained in the measurement."""
+    return point[f"{source}_share"] / point[f"{source}_offered_actual"]
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_every_measured_point_is_reproduced_exactly(table, policy: str) -> None:
+    mmu = MMUArbitration.from_verified(table, policy)
+    entry = table.entry("mmu", out_of_order=False)
+    points = measured(table, policy)
+    assert len(points) == 9
+    for p in points:
+        loads = {"gpu": p["gpu_offered"], "pnm": p["pnm_offered"]}
+        granted = mmu.grant(loads)
+        for source in ("gpu", "pnm"):
+            # The generator offered a little more or less than requested: what carries over is the fraction
+            # served, e.g. prefill-first at 0.25/1.0: the GPU offered 0.234 and got all of it.
+            assert granted[source] == pytest.approx(loads[source] * served(p, source), rel=1e-12)
+            cycles = entry.figures[f"latency_cycles_{source}"] + p[f"{source}_wait_p50"]
+            assert mmu.access_latency_s(source, loads) == pytest.approx(cycles / 1e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_a_source_alone_gets_what_it_offers(table, policy: str) -> None:
+    mmu = MMUArbitration.from_verified(table, policy)
+    for load in (0.1, 0.25, 0.4, 0.8, 1.0):
+        assert mmu.grant({"gpu": load}) == pytest.approx({"gpu": load, "pnm": 0.0})
+        assert mmu.grant({"pnm": load, "gpu": 0.0}) == pytest.approx({"gpu": 0.0, "pnm": load})
+        # Unloaded: the bare MMU latency (2 cycles for the GPU, 3 for the PNM as measured).
+        assert mmu.access_latency_s("pnm", {"pnm": load}) == pytest.approx(3e-9)
+    assert mmu.grant({"gpu": 7.0, "pnm": -1.0}) == pytest.approx({"gpu": 1.0, "pnm": 0.0})  # loads clipped to 0..1
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) -> None:
+    mmu = MMUArbitration.from_verified(table, policy)
+    axis = [0.0, 0.25, 0.5, 1.0]
+    fractions = {}                 # (gpu load, pnm load) → fraction served per source
+    for load in axis:              # a source whose co-runner offers nothing is served in full
+        fractions[load, 0.0] = {"gpu": 1.0}
+        fractions[0.0, load] = {"pnm": 1.0}
+    for p in measured(table, policy):
+        fractions[p["gpu_offered"], p["pnm_offered"]] = {s: served(p, s) for s in ("gpu", "pnm")}
+    rng = np.random.default_rng(1)
+    for x, y in rng.uniform(0.25, 1, (300, 2)).tolist() + rng.uniform(0, 1, (300, 2)).tolist():
+        got = mmu.grant({"gpu": x, "pnm": y})
+        for source, own, other in (("gpu", x, y), ("pnm", y, x)):
+            if own == 0:
+                continue
+            own_axis = [a for a in axis if a > 0]      # below the lowest measured load it is held constant
+            own = max(own, own_axis[0])
+            i = max(k for k in range(len(own_axis) - 1) if own_axis[k] <= own)
+            j = max(k for k in range(len(axis) - 1) if axis[k] <= other)
+            corners = [fractions[(a, b) if source == "gpu" else (b, a)][source]
+                       for a, b in itertools.product(own_axis[i:i + 2], axis[j:j + 2])]
+            fraction = got[source] / (x if source == "gpu" else y)
+            assert min(corners) - 1e-12 <= fraction <= max(corners) + 1e-12
+    # Halfway between two measured points on a grid line: the mean of their served fractions.
+    p = {(q["gpu_offered"], q["pnm_offered"]): q for q in measured(table, policy)}
+    expected = (served(p[0.5, 0.5], "pnm") + served(p[0.5, 1.0], "pnm")) / 2
+    assert mmu.grant({"gpu": 0.5, "pnm": 0.75})["pnm"] == pytest.approx(0.75 * expected)
+
+
+def test_unknown_policy_is_refused(table) -> None:
+    with pytest.raises(ConfigError, match="unknown MMU policy 'round-robin'.*prefill-first"):
+        MMUArbitration.from_verified(table, "round-robin")
+
+
+def test_prefill_first_favours_the_gpu_and_decode_first_the_pnm(table) -> None:
+    loads = {"gpu": 1.0, "pnm": 1.0}
+    prefill_first = MMUArbitration.from_verified(table, "prefill-first").grant(loads)
+    decode_first = MMUArbitration.from_verified(table, "decode-first").grant(loads)
+    assert prefill_first["gpu"] > prefill_first["pnm"]
+    assert decode_first["pnm"] > decode_first["gpu"]
+
+
+def test_fair_sharing_properties() -> None:
+    fair = FairSharing()
+    rng = np.random.default_rng(2)
+    for _ in range(500):
+        users = [f"u{i}" for i in range(rng.integers(1, 5))]
+        offered = dict(zip(users, rng.uniform(0, 1.5, len(users))))
+        granted = fair.grant(offered)
+        assert set(granted) == set(users)
+        assert sum(granted.values()) <= 1 + 1e-12
+        assert all(0 <= granted[u] <= offered[u] + 1e-12 for u in users)
+        if sum(offered.values()) <= 1:
+            assert granted == pytest.approx(offered)            # enough for everyone
+        else:
+            assert sum(granted.values()) == pytest.approx(1.0)  # nothing left idle
+        # Max-min: whoever gets less than it offered gets at least as much as anyone else.
+        for u in users:
+            if granted[u] < offered[u] - 1e-12:
+                assert all(granted[u] >= granted[v] - 1e-12 for v in users)
+
+
+def test_fair_sharing_examples() -> None:
+    fair = FairSharing()
+    assert fair.grant({"a": 1.0, "b": 0.8}) == pytest.approx({"a": 0.5, "b": 0.5})    # both saturate
+    assert fair.grant({"a": 0.2, "b": 0.9}) == pytest.approx({"a": 0.2, "b": 0.8})    # the rest to the other
+    assert fair.grant({"a": 0.3}) == pytest.approx({"a": 0.3})
+    assert fair.grant({"a": -0.5, "b": 2.0}) == pytest.approx({"a": 0.0, "b": 1.0})
+    assert fair.grant({"a": 0.6, "b": 0.6, "c": 0.1}) == pytest.approx({"a": 0.45, "b": 0.45, "c": 0.1})

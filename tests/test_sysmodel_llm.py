@@ -1,0 +1,107 @@
+"""Models from Hugging Face `config.json` files and presets; every bad input is a ConfigError naming the key."""
+import json
+from pathlib import Path
+
+import pytest
+
+from sysmodel.errors import ConfigError
+from sysmodel.llm import LLAMA2_70B, LLM, MODEL_PRESETS, QWEN3_235B_A22B, from_config, resolve_model
+
+# Abridged from huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json.
+LLAMA2_70B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 28672, "max_position_embeddings": 4096, "model_type": "llama",
+    "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "torch_dtype": "float16", "vocab_size": 32000,
+}
+# Abridged from huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json.
+QWEN3_MOE_CONFIG = {
+    "architectures": ["Qwen3MoeForCausalLM"], "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 12288, "moe_intermediate_size": 1536, "model_type": "qwen3_moe",
+    "norm_topk_prob": True, "num_attention_heads": 64, "num_experts": 128, "num_experts_per_tok": 8,
+    "num_hidden_layers": 94, "num_key_value_heads": 4, "vocab_size": 151936, "mlp_only_layers": [],
+}
+# Abridged from huggingface.co/openai-community/gpt2/blob/main/config.json.
+GPT2_CONFIG = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+    "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_inner": None, "n_layer": 12, "n_positions": 1024,
+    "vocab_size": 50257,
+}
+
+
+def test_llama_style_config_gives_the_llama2_70b_preset() -> None:
+    assert from_config(LLAMA2_70B_CONFIG, "LLaMA2-70B") == LLAMA2_70B
+
+
+def test_qwen3_moe_style_config_gives_the_qwen3_preset() -> None:
+    model = from_config(QWEN3_MOE_CONFIG, "Qwen3-235B-A22B")
+    assert model == QWEN3_235B_A22B
+    assert model.ffn == 1536                        # one expert's width, not the dense intermediate_size
+    assert (model.experts, model.experts_per_token, model.moe) == (128, 8, True)
+
+
+def test_gpt2_style_config() -> None:
+    model = from_config(GPT2_CONFIG, "gpt2")
+    # MHA (no separate KV heads), head_dim = 768 / 12, n_inner null → 4 × n_embd, GELU → two MLP matrices.
+    assert model == LLM("gpt2", layers=12, hidden=768, heads=12, kv_heads=12, head_dim=64, ffn=3072, vocab=50257,
+                        gated_mlp=False)
+    assert model.group == 1 and model.mlp_matrices == 2
+
+
+def test_resolve_model_by_preset_name_or_config_path(tmp_path: Path) -> None:
+    assert resolve_model("LLaMA2-70B") is resolve_model("llama2-70b") is LLAMA2_70B
+    assert set(MODEL_PRESETS) == {"gpt3-175b", "llama2-70b", "qwen3-235b-a22b"}
+    path = tmp_path / "my-model" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(GPT2_CONFIG))
+    model = resolve_model(str(path))
+    assert model.name == "my-model" and model.hidden == 768
+
+
+def without(config: dict, key: str) -> dict:
+    return {k: v for k, v in config.items() if k != key}
+
+
+@pytest.mark.parametrize(("config", "named"), [
+    (without(LLAMA2_70B_CONFIG, "vocab_size"), "missing vocab_size"),
+    (without(LLAMA2_70B_CONFIG, "num_hidden_layers"), "missing num_hidden_layers"),
+    (without(LLAMA2_70B_CONFIG, "hidden_size"), "missing hidden_size"),
+    (without(GPT2_CONFIG, "n_head"), "missing num_attention_heads / n_head"),
+    (without(QWEN3_MOE_CONFIG, "num_experts_per_tok"), "missing num_experts_per_tok"),
+    ({**LLAMA2_70B_CONFIG, "hidden_size": "8192"}, "hidden_size must be an integer, got '8192'"),
+    ({**LLAMA2_70B_CONFIG, "num_key_value_heads": 8.0}, "num_key_value_heads must be an integer"),
+    ({**LLAMA2_70B_CONFIG, "num_hidden_layers": True}, "num_hidden_layers must be an integer"),
+    ({**QWEN3_MOE_CONFIG, "num_experts": [128]}, "num_experts must be an integer"),
+    ({**LLAMA2_70B_CONFIG, "num_attention_heads": 0}, "heads must be >= 1"),
+    ({**LLAMA2_70B_CONFIG, "num_key_value_heads": 6}, "heads \\(64\\) must be a multiple of kv_heads \\(6\\)"),
+    ({**LLAMA2_70B_CONFIG, "hidden_size": 8190}, "head_dim"),   # not a multiple of the heads, no head_dim
+    ([LLAMA2_70B_CONFIG], "must hold a JSON object"),
+])
+def test_bad_configs_name_what_is_wrong(config, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        from_config(config, "bad")
+
+
+def test_unknown_preset_and_bad_json(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown model 'llama-9000'.*GPT3-175B"):
+        resolve_model("llama-9000")
+    broken = tmp_path / "config.json"
+    broken.write_text('{"hidden_size": 8192,')
+    with pytest.raises(ConfigError, match="config.json: not valid JSON"):
+        resolve_model(str(broken))
+    broken.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        resolve_model(str(broken))
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("layers", 0, "layers must be >= 1, got 0"),
+    ("kv_heads", 3, "heads \\(8\\) must be a multiple of kv_heads \\(3\\)"),
+    ("experts", 4, "experts_per_token \\(0\\) must be in 1..experts \\(4\\)"),
+    ("experts_per_token", 2, "experts_per_token \\(2\\) must be in 1..experts \\(0\\)"),
+])
+def test_invalid_models_name_the_model_and_field(field: str, value: int, named: str) -> None:
+    fields = dict(name="tiny", layers=2, hidden=64, heads=8, kv_heads=2, head_dim=8, ffn=128, vocab=100,
+                  gated_mlp=True)
+    with pytest.raises(ConfigError, match=f"model tiny: {named}"):
+        LLM(**{**fields, field: value})

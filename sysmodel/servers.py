@@ -17,7 +17,7 @@ import numpy as np
 from .engine import EventLoop, Request
 from .errors import ConfigError
 from .execution import Cost
-from .memory import Sharing
+from .memory import MemoryTier
 from .operators import Work, decode_work, prefill_work
 
 
@@ -73,12 +73,12 @@ class Accounting:
 
 
 class SharedMemory:
-    """Servers on the same stacks: an iteration's bandwidth is scaled by the share the tier's `Sharing` grants
-    it against the co-runners busy at that moment; when a co-runner starts or stops, the iteration in
+    """Servers on the same memory tier: an iteration's bandwidth is scaled by the share the tier's `sharing`
+    grants it against the co-runners busy at that moment; when a co-runner starts or stops, the iteration in
     progress is re-priced for the work it has left."""
 
-    def __init__(self, sharing: Sharing) -> None:
-        self.sharing = sharing
+    def __init__(self, tier: MemoryTier) -> None:
+        self.sharing = tier.sharing
         self.users: dict[str, Server] = {}
 
     def loads(self, asking: str, offered: float | np.ndarray) -> dict[str, float | np.ndarray]:

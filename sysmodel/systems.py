@@ -17,7 +17,6 @@ from .errors import ConfigError, require
 from .execution import GPUExecution, LaneFigures, PNMExecution
 from .hardware import Hardware
 from .llm import LLM
-from .memory import FairSharing
 from .operators import Shard
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from .verified import VerifiedBlocks
@@ -137,7 +136,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth
     _colocated(
-        setting, built, SharedMemory(mmu),
+        setting, built, SharedMemory(hw.gpu.memory.with_sharing(mmu)),
         prefill_cost=lambda work, scale=1.0, loads=None: gpu.cost(work, scale),
         decode_cost=lambda work, scale=1.0, loads=None: pnm.cost(work, scale, (loads or {}).get("gpu", 0.0)),
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
@@ -154,7 +153,7 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     prefill, decode = GPUExecution(hw, shard, share), GPUExecution(hw, shard, 1 - share)
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
-        setting, built, SharedMemory(FairSharing()),
+        setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default
         prefill_cost=lambda work, scale=1.0, loads=None: prefill.cost(work, scale),
         decode_cost=lambda work, scale=1.0, loads=None: decode.cost(work, scale),
         prefill_account=built.account("prefill SMs", "gpu", flops * share, memory, hw.gpus * hw.gpu.power_w * share,

@@ -1,0 +1,590 @@
+"""Regenerate the DuoPD paper's studies (§4.3 Fig. 9, §6.2–6.7 Figs. 11, 12, 14, 15, 16) with `sysmodel`, and
+put our figure next to the paper's for every headline claim.
+
+    python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...]
+
+Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
+metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the
+simulation behind ours). Nothing here is fitted to the paper: the model lives in `sysmodel/`, this only sweeps.
+"""
+import argparse
+import csv
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no GUI backend involved
+
+from sysmodel.errors import ConfigError
+from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
+from sysmodel.simulate import Result, SimulationConfig, simulate
+from sysmodel.workload import FixedBatch, PoissonArrivals
+
+# The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
+MODELS = ("GPT3-175B", "LLaMA2-70B", "Qwen3-235B-A22B")
+BASELINES = ("pd-1:1", "pd-3:1", "chunked")
+COMPARED = ("duopd", *BASELINES)
+POLICIES = ("prefill-first", "decode-first", "mixed")
+SM_SYSTEMS = ("duopd", "sm-9:1", "sm-7:3", "sm-5:5")
+# Fig. 12 / 9 / 14 requests: Gaussian lengths around the middle of the paper's 8K–32K / 32–512 range (§6.1, §6.3).
+LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED = 16384, 256, 0.1, 0
+# A QPS knee is where TTFT reaches this multiple of its lowest-QPS value (§6.3).
+KNEE_FACTOR = 3.0
+# Fig. 9 "moderate load": half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
+FIG9_LOAD = 0.5
+# Fig. 9 TBT, the issue's workload: 48 requests of 16K → 256 tokens, decode batch capped at 16.
+FIG9_TBT = FixedBatch(requests=48, input_len=16384, output_len=256)
+# The paper's TBT condition is decode at batch 16 (§4.3). With 256-token outputs a request finishes decoding
+# (~1.3 s) before the next 16 prompts are prefilled (~0.5 s each on 8 GPUs), so decode never gets past batch 3;
+# with 1,024-token outputs 16 requests decode while the GPU still prefills the queue. TBT is taken over the
+# iterations that ran at exactly this batch.
+FIG9_TBT_BATCH16 = FixedBatch(requests=48, input_len=16384, output_len=1024)
+TBT_BATCH = 16
+# Fig. 14 uses the low end of the Fig. 12 grid (§6.5 "even at the lowest QPS"): multiples of the estimate up to this.
+FIG14_MODELS = ("GPT3-175B", "Qwen3-235B-A22B")
+FIG14_MAX_LOAD = 0.5
+# Fig. 15 (the issue's workload): 32 prompts of 16K → 128 tokens, decode batch capped at 16. Prefill-bound: each
+# answer is decoded before the next prompt is prefilled, so decode batches stay near 1 (`decode_batch_mean`).
+FIG15_WORKLOAD = FixedBatch(requests=32, input_len=16384, output_len=128)
+# Fig. 16: GPT3-175B, one batch of 16 requests per output length (§6.7).
+FIG16_OUTPUTS = (32, 128, 512)
+FIG16_INPUT, FIG16_REQUESTS = 16384, 16
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What `--quick` shrinks: the Fig. 11 grid, the QPS grid (multiples of DuoPD's fixed-batch throughput) and
+    the number of Poisson requests."""
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    batches: tuple[int, ...]
+    qps_multiples: tuple[float, ...]
+    requests: int
+
+
+# Full: the paper's Fig. 11 grid (§6.1: 8K–32K in, 32–512 out, batch 16/32); QPS from 10 % of the estimate (no
+# queueing: the knee's baseline) to 3x, past every system's knee (each fig12.csv series has a finite ttft_3x_qps).
+FULL = Scale((8192, 16384, 32768), (32, 128, 512), (16, 32), (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0), 200)
+# Quick: the corners every headline row needs, four QPS points, 40 requests.
+QUICK = Scale((16384,), (32, 512), (16, 32), (0.1, 0.5, 1.0, 3.0), 40)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation: its configuration and result, or why it is impossible (`ConfigError`)."""
+    config: SimulationConfig
+    result: Result | None
+    error: str = ""
+
+    @property
+    def summary(self) -> dict:
+        return self.result.summary if self.result else {}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim: the paper's value, ours, and where ours comes from. `kind` says how they compare:
+    "ratio" (ours / paper) or "points" (ours − paper, both in %)."""
+    figure: str
+    claim: str
+    paper: float
+    ours: float
+    kind: str
+    simulation: str
+    relation: str = "="      # how the paper states it: "=", "<" (at most), ">" (more than), "≈" (comparable)
+
+    @property
+    def deviation(self) -> float:
+        return self.ours / self.paper if self.kind == "ratio" else self.ours - self.paper
+
+
+@cache
+def run(config: SimulationConfig) -> Run:
+    """Simulate once per configuration (figures share some runs)."""
+    try:
+        return Run(config, simulate(config))
+    except ConfigError as error:
+        return Run(config, None, str(error))
+
+
+def metric(run: Run, *path: str) -> float:
+    """A value from the summary, NaN for an impossible run."""
+    value = run.summary
+    for key in path:
+        if key not in value:
+            return math.nan
+        value = value[key]
+    return float(value)
+
+
+def row(run: Run, **metrics: float | str) -> dict:
+    """A CSV row: the simulation's parameters, its status, and the metrics a figure uses."""
+    config, workload = run.config, run.config.workload
+    return {"model": config.model, "system": config.system, "mmu_policy": config.mmu_policy,
+            "max_batch": config.max_batch, "workload": type(workload).__name__, "requests": workload.requests,
+            "input_len": workload.input_len, "output_len": workload.output_len,
+            "qps": getattr(workload, "qps", math.nan), "status": "ok" if run.result else f"impossible: {run.error}",
+            **metrics}
+
+
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
+    """Columns are the union of the rows' keys (a figure's parts may use different metrics); gaps stay empty."""
+    fields = list(dict.fromkeys(key for r in rows for key in r))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def geomean(values: Iterable[float]) -> float:
+    values = [v for v in values if math.isfinite(v)]
+    return float(np.exp(np.mean(np.log(values)))) if values else math.nan
+
+
+def extreme(values: dict, pick: Callable = max) -> tuple:
+    """(key, value) of the largest (or smallest) finite value; (None, NaN) when there is none."""
+    finite = {k: v for k, v in values.items() if math.isfinite(v)}
+    if not finite:
+        return None, math.nan
+    key = pick(finite, key=finite.get)
+    return key, finite[key]
+
+
+def poisson(qps: float, requests: int) -> PoissonArrivals:
+    return PoissonArrivals(qps, requests, LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED)
+
+
+def qps_estimate(model: str) -> float:
+    """A first estimate of capacity (QPS grids are multiples of it): DuoPD's throughput on one batch of 16
+    latency-study requests."""
+    estimate = run(SimulationConfig("duopd", model, FixedBatch(16, LATENCY_INPUT, LATENCY_OUTPUT), max_batch=16))
+    return metric(estimate, "throughput", "requests_per_s")
+
+
+def decode_batches(result: Result) -> dict[float, int]:
+    """Batch size of every decode iteration: the tokens (after each request's first) that share its end time."""
+    counts: dict[float, int] = {}
+    for request in result.requests:
+        for t in request.token_times[1:]:
+            counts[t] = counts.get(t, 0) + 1
+    return counts
+
+
+def mean_decode_batch(run: Run) -> float:
+    """How full decode iterations were on average (`max_batch` is only a cap)."""
+    return float(np.mean(list(decode_batches(run.result).values()))) if run.result else math.nan
+
+
+def tbt_at_batch(result: Result, batch: int) -> np.ndarray:
+    """Gaps between consecutive tokens of a request whose iteration ran at exactly `batch` requests."""
+    counts = decode_batches(result)
+    return np.array([b - a for r in result.requests for a, b in zip(r.token_times, r.token_times[1:])
+                     if counts[b] == batch])
+
+
+def note_impossible(ax, rows: Sequence[dict], label: Callable[[dict], str]) -> None:
+    """Name the impossible runs on the plot instead of dropping them silently."""
+    missing = [label(r) for r in rows if r["status"] != "ok"]
+    if missing:
+        ax.text(0.01, 0.01, "impossible: " + ", ".join(missing), transform=ax.transAxes, fontsize=6, color="red",
+                va="bottom", wrap=True)
+
+
+def latency_sweep(figure: str, models: Sequence[str], systems: Sequence[str], multiples: Sequence[float],
+                  requests: int) -> list[dict]:
+    """Poisson runs at `multiples` of each model's QPS estimate; p50 TTFT/TPOT/E2E and each series' knee (the QPS
+    at which p50 TTFT reaches `KNEE_FACTOR` x its lowest-QPS value)."""
+    rows = []
+    for model, system in product(models, systems):
+        estimate = qps_estimate(model)
+        runs = [run(SimulationConfig(system, model, poisson(m * estimate, requests))) for m in multiples]
+        ok = [(r.config.workload.qps, metric(r, "ttft_s", "p50")) for r in runs if r.result]
+        knee = qps_at_ttft_multiple(*zip(*ok), factor=KNEE_FACTOR) if len(ok) > 1 else math.nan
+        rows += [row(r, figure=figure, qps_multiple=m, ttft_p50_s=metric(r, "ttft_s", "p50"),
+                     tpot_p50_s=metric(r, "tpot_s", "p50"), e2e_p50_s=metric(r, "e2e_s", "p50"), ttft_3x_qps=knee)
+                 for m, r in zip(multiples, runs)]
+    return rows
+
+
+def series(rows: Sequence[dict], key: str, **match) -> tuple[list[float], list[float]]:
+    """(qps, value) of the rows matching `match`, in QPS order."""
+    chosen = sorted((r["qps"], r[key]) for r in rows if all(r[k] == v for k, v in match.items()))
+    return [q for q, _ in chosen], [v for _, v in chosen]
+
+
+def latency_plot(path: Path, rows: Sequence[dict], models: Sequence[str], systems: Sequence[str]) -> None:
+    fig = Figure(figsize=(13, 3.2 * len(models)))
+    axes = fig.subplots(len(models), 3, squeeze=False)
+    for i, model in enumerate(models):
+        for j, (key, name) in enumerate((("ttft_p50_s", "p50 TTFT (s)"), ("tpot_p50_s", "p50 TPOT (s)"),
+                                         ("e2e_p50_s", "p50 E2E (s)"))):
+            ax = axes[i, j]
+            for system in systems:
+                ax.plot(*series(rows, key, model=model, system=system), marker="o", label=system)
+            ax.set(title=f"{model}: {name}", xlabel="QPS", yscale="log")
+            note_impossible(ax, [r for r in rows if r["model"] == model],
+                            lambda r: f"{r['system']}@{r['qps']:.2f}")
+        axes[i, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def fig11(scale: Scale, out: Path) -> list[Claim]:
+    """Throughput (requests/s) of every system per model, input, output and batch; normalized to PD 1:1."""
+    grid = list(product(MODELS, scale.inputs, scale.outputs, scale.batches))
+    runs = {(m, s, i, o, b): run(SimulationConfig(s, m, FixedBatch(b, i, o), max_batch=b))
+            for (m, i, o, b), s in product(grid, COMPARED)}
+    rps = {k: metric(r, "throughput", "requests_per_s") for k, r in runs.items()}
+    rows = [row(r, figure="fig11", requests_per_s=rps[k], normalized_to_pd_1_1=rps[k] / rps[(k[0], "pd-1:1", *k[2:])],
+                decode_batch_mean=mean_decode_batch(r)) for k, r in runs.items()]
+    write_csv(out / "fig11.csv", rows)
+
+    fig = Figure(figsize=(max(8, 0.9 * len(grid) / len(MODELS)), 3.2 * len(MODELS)))
+    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(COMPARED)
+    for ax, model in zip(axes, MODELS):
+        cells = [(i, o, b) for m, i, o, b in grid if m == model]
+        for n, system in enumerate(COMPARED):
+            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
+            x = np.arange(len(cells)) + n * width
+            ax.bar(x, np.nan_to_num(heights), width, label=system)
+            for xi, h in zip(x, heights):
+                if not math.isfinite(h):
+                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
+        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2,
+                      [f"{i // 1024}K/{o}\nB{b}" for i, o, b in cells], fontsize=7)
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set(title=f"{model}: throughput normalized to PD 1:1 (input/output, batch; × impossible)",
+               ylabel="normalized requests/s")
+        ax.legend(fontsize=7, ncol=len(COMPARED))
+    fig.tight_layout()
+    fig.savefig(out / "fig11.png", dpi=110)
+
+    speedup = {(m, s, i, o, b): rps[(m, "duopd", i, o, b)] / rps[(m, s, i, o, b)]
+               for m, i, o, b in grid for s in BASELINES}
+
+    def over(pick: Callable, **match) -> tuple:
+        keys = ("model", "system", "input", "output", "batch")
+        chosen = {k: v for k, v in speedup.items() if all(k[keys.index(f)] in allowed for f, allowed in match.items())}
+        return extreme(chosen, pick)
+
+    def cite(key) -> str:
+        return "fig11.csv: none possible" if key is None else (
+            f"fig11.csv: {key[0]} duopd ÷ {key[1]}, input {key[2]}, output {key[3]}, batch {key[4]}")
+
+    claims = []
+    paper_average = {"GPT3-175B": (1.46, 2.23), "LLaMA2-70B": (1.29, 1.61), "Qwen3-235B-A22B": (1.45, 1.78)}
+    for model in MODELS:
+        average = {s: geomean(v for k, v in speedup.items() if k[:2] == (model, s)) for s in BASELINES}
+        cells = sum(1 for k in speedup if k[:2] == (model, BASELINES[0]))
+        for end, pick, paper in (("low", min, paper_average[model][0]), ("high", max, paper_average[model][1])):
+            base, value = extreme(average, pick)
+            claims.append(Claim("11", f"{model}: average speed-up over the baselines, {end} end (geometric mean over "
+                                      f"the configurations per baseline, then {pick.__name__} over baselines)",
+                                paper, value, "ratio", f"fig11.csv: geomean of {cells} configurations vs {base}"))
+    for base, paper in (("pd-1:1", 1.76), ("pd-3:1", 2.23)):
+        key, value = over(max, system=(base,))
+        claims.append(Claim("11", f"max speed-up over {base} (all models and configurations)", paper, value, "ratio",
+                            cite(key)))
+    ranges = ((("pd-3:1",), (32,), None, (1.25, 1.60), "output 32 (prefill-heavy) vs PD 3:1"),
+              (("chunked",), (32,), None, (1.08, 2.42), "output 32 (prefill-heavy) vs chunked"),
+              (("pd-3:1", "chunked"), (512,), None, (1.31, 3.92), "output 512 vs PD 3:1 and chunked"),
+              (BASELINES, (512,), (32,), (1.31, 3.44), "output 512 at batch 32 vs every baseline"))
+    for systems, outputs, batches, (low, high), text in ranges:
+        match = {"system": systems, "output": outputs} | ({"batch": batches} if batches else {})
+        for end, pick, paper in (("lowest", min, low), ("highest", max, high)):
+            key, value = over(pick, **match)
+            claims.append(Claim("11", f"{text}: {end} speed-up over models, inputs"
+                                      f"{', systems' if len(systems) > 1 else ''}{'' if batches else ', batches'}",
+                                paper, value, "ratio", cite(key)))
+    return claims
+
+
+def fig12(scale: Scale, out: Path) -> list[Claim]:
+    """p50 TTFT, TPOT and E2E vs QPS (Poisson arrivals), and the QPS at which TTFT reaches 3x its lowest-QPS value."""
+    rows = latency_sweep("fig12", MODELS, COMPARED, scale.qps_multiples, scale.requests)
+    write_csv(out / "fig12.csv", rows)
+    latency_plot(out / "fig12.png", rows, MODELS, COMPARED)
+
+    def lowest(model: str, system: str) -> dict:
+        return min((r for r in rows if r["model"] == model and r["system"] == system), key=lambda r: r["qps"])
+
+    claims = []
+    for base, paper in (("pd-1:1", 2.13), ("pd-3:1", 1.39), ("chunked", 3.12)):
+        ratios = {m: lowest(m, "duopd")["ttft_3x_qps"] / lowest(m, base)["ttft_3x_qps"] for m in MODELS}
+        model, value = extreme(ratios)
+        claims.append(Claim("12", f"supported QPS (TTFT at {KNEE_FACTOR:g}x its lowest-QPS value) duopd ÷ {base}, "
+                                  f"max over models", paper, value, "ratio",
+                            f"fig12.csv: {model}, knees {lowest(model, 'duopd')['ttft_3x_qps']:.3g} vs "
+                            f"{lowest(model, base)['ttft_3x_qps']:.3g} QPS" if model else "fig12.csv: no knee"))
+    for base, paper in (("pd-1:1", 42.61), ("pd-3:1", 77.66)):
+        cuts = {m: 100 * (1 - lowest(m, "duopd")["tpot_p50_s"] / lowest(m, base)["tpot_p50_s"]) for m in MODELS}
+        model, value = extreme(cuts)
+        claims.append(Claim("12", f"p50 TPOT reduction vs {base} at the lowest QPS (no backlog), max over models (%)",
+                            paper, value, "points",
+                            f"fig12.csv: {model} at {lowest(model, base)['qps']:.3g} QPS" if model else "fig12.csv"))
+    return claims
+
+
+def fig9(scale: Scale, out: Path) -> list[Claim]:
+    """MMU policies: p50 TTFT/TPOT per model at a moderate load, and GPT3-175B TBT while the GPU keeps prefilling."""
+    rows = []
+    for model in MODELS:
+        qps = FIG9_LOAD * qps_estimate(model)
+        runs = {p: run(SimulationConfig("duopd", model, poisson(qps, scale.requests), mmu_policy=p)) for p in POLICIES}
+        base = runs["prefill-first"]
+        rows += [row(r, figure="fig9", study="policy-latency", ttft_p50_s=metric(r, "ttft_s", "p50"),
+                     tpot_p50_s=metric(r, "tpot_s", "p50"),
+                     ttft_vs_prefill_first=metric(r, "ttft_s", "p50") / metric(base, "ttft_s", "p50"),
+                     tpot_vs_prefill_first=metric(r, "tpot_s", "p50") / metric(base, "tpot_s", "p50"))
+                 for r in runs.values()]
+    tbt = {}
+    tbt_studies = (("tbt-issue-workload", FIG9_TBT, None), ("tbt-batch16", FIG9_TBT_BATCH16, TBT_BATCH))
+    for study, workload, batch in tbt_studies:
+        for policy in POLICIES:
+            r = run(SimulationConfig("duopd", "GPT3-175B", workload, mmu_policy=policy, max_batch=TBT_BATCH))
+            gaps = (tbt_at_batch(r.result, batch) if batch else time_between_tokens(r.result.requests)) \
+                if r.result else np.array([])
+            batches = list(decode_batches(r.result).values()) if r.result else [math.nan]
+            p50, p99 = (float(np.percentile(gaps, q)) if gaps.size else math.nan for q in (50, 99))
+            tbt[(study, policy)] = (p50, p99)
+            rows.append(row(r, figure="fig9", study=study, tbt_at_batch=batch or "all", tbt_gaps=gaps.size,
+                            tbt_p50_s=p50, tbt_p99_s=p99, decode_batch_p50=float(np.median(batches)),
+                            decode_batch_max=float(np.max(batches))))
+    write_csv(out / "fig9.csv", rows)
+
+    fig = Figure(figsize=(13, 3.6))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    latency = [r for r in rows if r["study"] == "policy-latency"]
+    width = 0.8 / (2 * len(POLICIES))
+    for n, (policy, key) in enumerate(product(POLICIES, ("ttft_vs_prefill_first", "tpot_vs_prefill_first"))):
+        values = [next(r[key] for r in latency if r["model"] == m and r["mmu_policy"] == policy) for m in MODELS]
+        left.bar(np.arange(len(MODELS)) + n * width, values, width, label=f"{policy} {key.split('_')[0].upper()}")
+    left.set_xticks(np.arange(len(MODELS)) + 0.4 - width / 2, MODELS)
+    left.set(title=f"p50 TTFT / TPOT normalized to prefill-first (Poisson, {FIG9_LOAD:g}x DuoPD estimate)",
+             ylim=(0, 1.4))
+    left.legend(fontsize=7, ncol=3, loc="upper center")
+    note_impossible(left, latency, lambda r: f"{r['model']} {r['mmu_policy']}")
+    x = np.arange(len(POLICIES))
+    for n, (name, index) in enumerate((("p50", 0), ("p99", 1))):
+        right.bar(x + 0.4 * n, [1e3 * tbt[("tbt-batch16", p)][index] for p in POLICIES], 0.4, label=f"{name} TBT")
+    right.set_xticks(x + 0.2, POLICIES)
+    right.set(title=f"GPT3-175B TBT at batch {TBT_BATCH}, 16K context", ylabel="ms")
+    right.set_ylim(0, 1.3 * right.get_ylim()[1])
+    right.legend(fontsize=7, ncol=2, loc="upper center")
+    fig.tight_layout()
+    fig.savefig(out / "fig9.png", dpi=110)
+
+    sim = (f"fig9.csv: tbt-batch16, GPT3-175B FixedBatch({FIG9_TBT_BATCH16.requests}, {FIG9_TBT_BATCH16.input_len}, "
+           f"{FIG9_TBT_BATCH16.output_len}) max_batch {TBT_BATCH}, prefill-first, iterations at batch {TBT_BATCH}")
+    spreads = {}
+    for model in MODELS:
+        mine = [r for r in latency if r["model"] == model]
+        spread = [max(r[k] for r in mine) / min(r[k] for r in mine) for k in ("ttft_p50_s", "tpot_p50_s")]
+        spreads[model] = (spread[0] / spread[1], *spread)
+    model, (value, ttft_spread, tpot_spread) = min(spreads.items(), key=lambda item: item[1][0])
+    return [
+        Claim("9", "GPT3-175B p50 TBT, prefill-first, batch 16, 16K context (ms)", 15.71,
+              1e3 * tbt[("tbt-batch16", "prefill-first")][0], "ratio", sim),
+        Claim("9", "GPT3-175B p99 TBT, prefill-first, batch 16, 16K context (ms)", 17.18,
+              1e3 * tbt[("tbt-batch16", "prefill-first")][1], "ratio", sim),
+        Claim("9", "TTFT more sensitive to the policy than TPOT: (max/min p50 TTFT over policies) ÷ (max/min p50 "
+                   "TPOT), min over models", 1.0, value, "ratio",
+              f"fig9.csv: policy-latency, {model}: TTFT spread {ttft_spread:.3f}, TPOT spread {tpot_spread:.3f}",
+              relation=">"),
+    ]
+
+
+def fig14(scale: Scale, out: Path) -> list[Claim]:
+    """SM partitioning vs DuoPD: p50 TPOT, TTFT, E2E at the low end of the Fig. 12 QPS grid."""
+    multiples = [m for m in scale.qps_multiples if m <= FIG14_MAX_LOAD]
+    rows = latency_sweep("fig14", FIG14_MODELS, SM_SYSTEMS, multiples, scale.requests)
+    write_csv(out / "fig14.csv", rows)
+    latency_plot(out / "fig14.png", rows, FIG14_MODELS, SM_SYSTEMS)
+
+    def at_lowest(model: str, system: str, key: str) -> float:
+        return min((r for r in rows if r["model"] == model and r["system"] == system), key=lambda r: r["qps"])[key]
+
+    claims = []
+    checks = (("sm-5:5", "ttft_p50_s", {"GPT3-175B": 1.93, "Qwen3-235B-A22B": 1.66}, "=", "TTFT"),
+              ("sm-9:1", "tpot_p50_s", {m: 5.0 for m in FIG14_MODELS}, ">", "TPOT (paper: over 5x)"),
+              ("sm-5:5", "tpot_p50_s", {m: 1.0 for m in FIG14_MODELS}, "≈", "TPOT (paper: comparable)"),
+              ("sm-9:1", "ttft_p50_s", {m: 1.0 for m in FIG14_MODELS}, "≈", "TTFT (paper: matches)"))
+    for system, key, paper, relation, name in checks:
+        for model in FIG14_MODELS:
+            value = at_lowest(model, system, key) / at_lowest(model, "duopd", key)
+            lowest = multiples[0] * qps_estimate(model)
+            claims.append(Claim("14", f"{model}: {system} ÷ DuoPD p50 {name} at the lowest QPS", paper[model], value,
+                                "ratio", f"fig14.csv: {model} {system} vs duopd at {lowest:.3g} QPS", relation))
+    return claims
+
+
+def server_utilization(run: Run, prefix: str) -> dict:
+    """The utilization of the one server whose name starts with `prefix` (NaNs when impossible)."""
+    servers = run.summary.get("utilization", {}).get("by_server", {})
+    missing = {"compute": math.nan, "hbm_bandwidth": math.nan}
+    return next((v for k, v in servers.items() if k.startswith(prefix)), missing)
+
+
+def fig15(scale: Scale, out: Path) -> list[Claim]:
+    """GPU compute and HBM bandwidth utilization: DuoPD's whole machine vs PD 1:1's prefill and decode instances,
+    each against its own peak (DuoPD: 8 GPUs' FLOP/s and all 64 stacks' bandwidth, GPU and PNM bytes together;
+    a PD instance: its 4 GPUs and their 32 stacks), over the run's makespan."""
+    rows, util = [], {}
+    for model in MODELS:
+        duopd = run(SimulationConfig("duopd", model, FIG15_WORKLOAD, max_batch=16))
+        pd = run(SimulationConfig("pd-1:1", model, FIG15_WORKLOAD, max_batch=16))
+        prefill, decode = server_utilization(pd, "prefill instance"), server_utilization(pd, "decode instance")
+        util[model] = {"duopd": (metric(duopd, "utilization", "gpu_compute"),
+                                 metric(duopd, "utilization", "hbm_bandwidth")),
+                       "prefill": (prefill["compute"], prefill["hbm_bandwidth"]),
+                       "decode": (decode["compute"], decode["hbm_bandwidth"])}
+        for r, part, label in ((duopd, "duopd", "DuoPD (8 GPUs + 64 PNMs)"),
+                               (pd, "prefill", "PD 1:1 prefill instance (TP4)"),
+                               (pd, "decode", "PD 1:1 decode instance (TP4)")):
+            rows.append(row(r, figure="fig15", part=label, gpu_compute=util[model][part][0],
+                            hbm_bandwidth=util[model][part][1], decode_batch_mean=mean_decode_batch(r)))
+    write_csv(out / "fig15.csv", rows)
+
+    fig = Figure(figsize=(11, 3.6))
+    for ax, index, name in zip(fig.subplots(1, 2), (0, 1), ("GPU compute", "HBM bandwidth")):
+        for n, (part, label) in enumerate((("duopd", "DuoPD"), ("prefill", "PD 1:1 prefill instance"),
+                                           ("decode", "PD 1:1 decode instance"))):
+            ax.bar(np.arange(len(MODELS)) + 0.27 * n, [100 * util[m][part][index] for m in MODELS], 0.27, label=label)
+        ax.set_xticks(np.arange(len(MODELS)) + 0.27, MODELS)
+        ax.set(title=f"{name} utilization (% of own peak)", ylabel="%")
+        ax.legend(fontsize=7)
+        note_impossible(ax, rows, lambda r: f"{r['model']} {r['system']}")
+    fig.tight_layout()
+    fig.savefig(out / "fig15.png", dpi=110)
+
+    sim = f"fig15.csv: FixedBatch({FIG15_WORKLOAD.requests}, {FIG15_WORKLOAD.input_len}, " \
+          f"{FIG15_WORKLOAD.output_len}) max_batch 16"
+    compute_gap = {m: 100 * abs(u["duopd"][0] - u["prefill"][0]) for m, u in util.items()}
+    compute_ratio = {m: u["duopd"][0] / u["decode"][0] for m, u in util.items()}
+    hbm_gap = {m: 100 * abs(u["duopd"][1] - u["decode"][1]) for m, u in util.items()}
+    hbm_ratio = {m: u["duopd"][1] / u["prefill"][1] for m, u in util.items()}
+    claims = []
+    for text, values, pick, paper, kind, relation in (
+            ("GPU compute utilization, DuoPD vs PD prefill instance: absolute difference, max over models (points)",
+             compute_gap, max, 1.0, "points", "<"),
+            ("DuoPD ÷ PD decode instance GPU compute utilization, lowest over models", compute_ratio, min, 9.50,
+             "ratio", "="),
+            ("DuoPD ÷ PD decode instance GPU compute utilization, highest over models", compute_ratio, max, 30.62,
+             "ratio", "="),
+            ("HBM bandwidth utilization, DuoPD vs PD decode instance: absolute difference, max over models (points)",
+             hbm_gap, max, 5.0, "points", "<"),
+            ("DuoPD ÷ PD prefill instance HBM bandwidth utilization, max over models", hbm_ratio, max, 10.60,
+             "ratio", "=")):
+        model, value = extreme(values, pick)
+        claims.append(Claim("15", text, paper, value, kind, f"{sim}, {model}", relation))
+    return claims
+
+
+def fig16(scale: Scale, out: Path) -> list[Claim]:
+    """GPT3-175B energy, DuoPD vs PD 1:1, split into prefill (servers named "prefill…") and decode (the rest: the
+    decode server and, for PD, the NVLink KV transfer the paper counts against decoding, §6.7)."""
+    runs = {(o, s): run(SimulationConfig(s, "GPT3-175B", FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16))
+            for o, s in product(FIG16_OUTPUTS, ("pd-1:1", "duopd"))}
+    energy = {}
+    for key, r in runs.items():
+        parts = r.summary.get("energy_j", {}).get("by_server", {})
+        prefill = sum(v for k, v in parts.items() if k.startswith("prefill")) if r.result else math.nan
+        total = metric(r, "energy_j", "total")
+        energy[key] = (total, prefill, total - prefill)
+    rows = []
+    for (output, system), r in runs.items():
+        total, prefill, decode = energy[(output, system)]
+        reference = energy[(output, "pd-1:1")][0]
+        rows.append(row(r, figure="fig16", energy_j=total, prefill_j=prefill, decode_j=decode,
+                        normalized_total=total / reference, normalized_prefill=prefill / reference,
+                        normalized_decode=decode / reference))
+    write_csv(out / "fig16.csv", rows)
+
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.subplots()
+    for n, system in enumerate(("pd-1:1", "duopd")):
+        x = np.arange(len(FIG16_OUTPUTS)) + 0.4 * n
+        mine = [r for r in rows if r["system"] == system]
+        ax.bar(x, [r["normalized_prefill"] for r in mine], 0.4, label=f"{system} prefill")
+        ax.bar(x, [r["normalized_decode"] for r in mine], 0.4, bottom=[r["normalized_prefill"] for r in mine],
+               label=f"{system} decode")
+    ax.set_xticks(np.arange(len(FIG16_OUTPUTS)) + 0.2, [f"Lo={o}" for o in FIG16_OUTPUTS])
+    ax.set(title="GPT3-175B energy normalized to PD 1:1", ylabel="normalized energy")
+    ax.legend(fontsize=7)
+    note_impossible(ax, rows, lambda r: f"{r['system']} Lo={r['output_len']}")
+    fig.tight_layout()
+    fig.savefig(out / "fig16.png", dpi=110)
+
+    claims = []
+    for output, paper in zip(FIG16_OUTPUTS, (2.1, 14.8, 37.9)):
+        value = 100 * (1 - energy[(output, "duopd")][0] / energy[(output, "pd-1:1")][0])
+        claims.append(Claim("16", f"end-to-end energy reduction vs PD 1:1, output {output} (%)", paper, value, "points",
+                            f"fig16.csv: GPT3-175B FixedBatch({FIG16_REQUESTS}, {FIG16_INPUT}, {output})"))
+    share = float(np.mean([100 * energy[(o, "duopd")][2] / energy[(o, "pd-1:1")][2] for o in FIG16_OUTPUTS]))
+    claims.append(Claim("16", "DuoPD decode energy as % of PD 1:1 decode energy (incl. KV transfer), mean over outputs",
+                        32.4, share, "points", f"fig16.csv: outputs {', '.join(map(str, FIG16_OUTPUTS))}"))
+    return claims
+
+
+FIGURES: dict[str, Callable[[Scale, Path], list[Claim]]] = {
+    "fig11": fig11, "fig12": fig12, "fig9": fig9, "fig14": fig14, "fig15": fig15, "fig16": fig16}
+
+
+def deviation_text(claim: Claim) -> str:
+    if not math.isfinite(claim.deviation):
+        return "n/a"
+    return f"{claim.deviation:.2f}x" if claim.kind == "ratio" else f"{claim.deviation:+.1f} pt"
+
+
+def cell(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+def write_headline(out: Path, claims: Sequence[Claim], quick: bool) -> str:
+    """headline.csv and headline.md; returns the markdown."""
+    write_csv(out / "headline.csv", [
+        {"figure": c.figure, "claim": c.claim, "paper_relation": c.relation, "paper": c.paper, "ours": c.ours,
+         "deviation": c.deviation, "deviation_kind": "ours/paper" if c.kind == "ratio" else "ours-paper (points)",
+         "simulation": c.simulation} for c in claims])
+    lines = [f"# DuoPD study: our figures next to the paper's{' (quick mode: fewer points and requests)' * quick}",
+             "",
+             "Deviation: `x` rows are ours ÷ paper, `pt` rows are ours − paper in percentage points. Relation: how the "
+             "paper states its value (`=` a value, `<` at most, `>` more than, `≈` comparable).",
+             "",
+             "| fig | claim | paper | ours | deviation | simulation |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {c.figure} | {cell(c.claim)} | {'' if c.relation == '=' else c.relation}{c.paper:.4g} | "
+              f"{c.ours:.4g} | {deviation_text(c)} | {cell(c.simulation)} |" for c in claims]
+    text = "\n".join(lines) + "\n"
+    (out / "headline.md").write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
+    parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
+    parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {','.join(FIGURES)}")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in FIGURES]
+    if unknown or not chosen:
+        parser.error(f"--only: unknown figure(s) {', '.join(unknown) or '(none given)'}; choose from "
+                     f"{', '.join(FIGURES)}")
+    start = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    scale = QUICK if args.quick else FULL
+    claims = [claim for name in chosen for claim in FIGURES[name](scale, args.out)]
+    print(write_headline(args.out, claims, args.quick))
+    print(f"wall time {time.perf_counter() - start:.1f} s; results in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

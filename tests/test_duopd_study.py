@@ -1,0 +1,115 @@
+"""The DuoPD study script in quick mode: its files exist and what they report holds up (the headline deviations
+follow from the values beside them, the sweeps cover their grids, queueing and utilization behave)."""
+import csv
+import importlib.util
+import io
+import math
+from contextlib import redirect_stdout
+from itertools import product
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parents[1] / "scripts" / "duopd_study.py"
+FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("duopd_study", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def read(path: Path) -> list[dict]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """One quick run of the whole study: (module, output folder, what it printed)."""
+    script = load_script()
+    out = tmp_path_factory.mktemp("duopd")
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        script.main(["--quick", "--out", str(out)])
+    return script, out, printed.getvalue()
+
+
+def test_every_figure_writes_a_csv_and_a_png(study) -> None:
+    _, out, _ = study
+    for name in FIGURES:
+        assert read(out / f"{name}.csv"), name
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+def test_headline_rows_are_finite_and_their_deviation_follows_from_them(study) -> None:
+    _, out, printed = study
+    rows = read(out / "headline.csv")
+    assert {r["figure"] for r in rows} == {"11", "12", "9", "14", "15", "16"}
+    for r in rows:
+        paper, ours, deviation = float(r["paper"]), float(r["ours"]), float(r["deviation"])
+        assert math.isfinite(paper) and math.isfinite(ours), r["claim"]
+        expected = ours / paper if r["deviation_kind"] == "ours/paper" else ours - paper
+        assert r["deviation_kind"] in ("ours/paper", "ours-paper (points)")
+        assert deviation == pytest.approx(expected, rel=1e-12), r["claim"]
+        assert r["simulation"].split(":")[0].endswith(".csv")
+    markdown = (out / "headline.md").read_text()
+    table = [line for line in markdown.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    assert len(table) == len(rows)
+    assert markdown.strip() in printed and "wall time" in printed
+    # The paper's own numbers are carried over as stated, e.g. §4.3's TBT and §6.7's energy savings.
+    paper = {r["claim"]: float(r["paper"]) for r in rows}
+    assert paper["GPT3-175B p50 TBT, prefill-first, batch 16, 16K context (ms)"] == 15.71
+    assert paper["end-to-end energy reduction vs PD 1:1, output 512 (%)"] == 37.9
+
+
+def test_fig11_covers_the_quick_grid(study) -> None:
+    script, out, _ = study
+    rows = read(out / "fig11.csv")
+    quick = script.QUICK
+    seen = {(r["model"], r["system"], int(r["input_len"]), int(r["output_len"]), int(r["max_batch"])) for r in rows}
+    assert seen == set(product(script.MODELS, ("duopd", "pd-1:1", "pd-3:1", "chunked"), quick.inputs, quick.outputs,
+                               quick.batches))
+    assert len(rows) == len(seen)
+    assert all(r["requests"] == r["max_batch"] and r["status"] == "ok" for r in rows)
+    for r in rows:   # normalized to PD 1:1 of the same configuration
+        reference = next(float(x["requests_per_s"]) for x in rows if x["system"] == "pd-1:1" and all(
+            x[k] == r[k] for k in ("model", "input_len", "output_len", "max_batch")))
+        assert float(r["normalized_to_pd_1_1"]) == pytest.approx(float(r["requests_per_s"]) / reference)
+
+
+def test_fig12_ttft_grows_with_qps_for_every_system(study) -> None:
+    script, out, _ = study
+    rows = read(out / "fig12.csv")
+    for model, system in product(script.MODELS, ("duopd", "pd-1:1", "pd-3:1", "chunked")):
+        mine = sorted((float(r["qps"]), float(r["ttft_p50_s"])) for r in rows
+                      if r["model"] == model and r["system"] == system)
+        assert len(mine) == len(script.QUICK.qps_multiples)
+        assert mine[-1][1] > mine[0][1], (model, system)   # queueing at the highest load
+
+
+def test_fig15_decode_instance_computes_less_than_prefill_instance(study) -> None:
+    script, out, _ = study
+    rows = read(out / "fig15.csv")
+    for model in script.MODELS:
+        part = {r["part"].split(" (")[0]: float(r["gpu_compute"]) for r in rows if r["model"] == model}
+        assert part["PD 1:1 decode instance"] < part["PD 1:1 prefill instance"]
+        assert 0 < part["DuoPD"] <= 1
+
+
+def test_impossible_configurations_are_recorded_not_dropped(tmp_path, monkeypatch, capsys) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "FIG16_INPUT", 10**6)   # a million-token GPT3-175B KV cache fits nowhere
+    script.main(["--only", "fig16", "--out", str(tmp_path)])
+    rows = read(tmp_path / "fig16.csv")
+    assert len(rows) == 2 * len(script.FIG16_OUTPUTS)
+    assert all(r["status"].startswith("impossible:") and "KV cache" in r["status"] for r in rows)
+    assert all(math.isnan(float(r["ours"])) for r in read(tmp_path / "headline.csv"))
+    assert "n/a" in capsys.readouterr().out
+
+
+def test_only_rejects_an_unknown_figure(tmp_path) -> None:
+    with pytest.raises(SystemExit):
+        load_script().main(["--only", "fig99", "--out", str(tmp_path)])

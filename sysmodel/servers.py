@@ -109,9 +109,14 @@ def _at(value, index: int):
     return value[index] if isinstance(value, np.ndarray) else value
 
 
-def _per_iteration(value, count: int) -> np.ndarray:
-    """A writable array of one value per iteration of a block (scalars hold for every iteration)."""
-    return np.array(value, dtype=float) if isinstance(value, np.ndarray) else np.full(count, float(value))
+def _per_iteration(value, count: int) -> np.ndarray | list[float]:
+    """One writable value per iteration of a block (a scalar holds for every iteration; kept as a list, which
+    is much cheaper than an array for the one-iteration blocks of prefill)."""
+    return np.array(value, dtype=float) if isinstance(value, np.ndarray) else [float(value)] * count
+
+
+def _total(values: np.ndarray | list[float], steps: int) -> float:
+    return float(values[:steps].sum()) if isinstance(values, np.ndarray) else sum(values[:steps])
 
 
 class Server:
@@ -123,9 +128,9 @@ class Server:
         self.sees_loads = sees_loads    # the cost depends on the co-runners' loads, not only on the share
         self.busy = False
         self._work: Work | None = None
-        self._offered: np.ndarray = np.zeros(0)     # what each iteration of the block asks for, alone
-        self._scales: np.ndarray = np.ones(0)       # the bandwidth scale each iteration was priced at
-        self._block: list[np.ndarray] = []          # Cost fields, one value per iteration
+        self._offered: np.ndarray | list[float] = []   # what each iteration of the block asks for, alone
+        self._scales: np.ndarray | list[float] = []    # the bandwidth scale each iteration was priced at
+        self._block: list[np.ndarray | list[float]] = []   # Cost fields, one value per iteration
         self._ends: np.ndarray = np.zeros(0)
         self._start = 0.0
         self._generation = 0
@@ -206,7 +211,7 @@ class Server:
     def _finish(self, generation: int, steps: int) -> None:
         if generation != self._generation:
             return
-        self.accounting.add(Cost(*(float(field[:steps].sum()) for field in self._block)), steps)
+        self.accounting.add(Cost(*(_total(field, steps) for field in self._block)), steps)
         ends = self._ends[:steps]
         self.busy = False
         if self.memory is not None:

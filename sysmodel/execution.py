@@ -7,6 +7,7 @@ instance working together, its FLOPs, HBM bytes and link bytes in total, and `of
 memory bandwidth it asked for (what a co-runner on the same stacks competes with). `bandwidth_scale` < 1
 stretches the memory side of every operator when a co-runner wins part of the bandwidth.
 """
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -47,7 +48,8 @@ class GPUExecution:
     def __post_init__(self) -> None:
         require(0 < self.sm_fraction <= 1, f"SM fraction must be in (0, 1], got {self.sm_fraction}")
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0) -> Cost:
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
+        """`loads` (the co-runners' offered loads) do not matter to a GPU beyond its share."""
         gpu, shard = self.hardware.gpu, self.shard
         flop_rate = gpu.flops * self.sm_fraction
         reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
@@ -117,12 +119,13 @@ class PNMExecution:
         """One PNM: every lane's multipliers, two FLOPs per MAC."""
         return self.hardware.pnm.lanes * self.lane.macs_per_cycle * 2 * self.hardware.pnm.clock_hz
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0, gpu_offered: float = 0.0) -> Cost:
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
+        """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait."""
         hw, shard, lane = self.hardware, self.shard, self.lane
         pnm, stacks = hw.pnm, hw.gpu.stacks
         byte_rate = hw.gpu.stack.bandwidth * bandwidth_scale
         start_s = (lane.latency_cycles / pnm.clock_hz + hw.gpu.stack.latency_s
-                   + self.mmu.access_latency_s("pnm", {"gpu": gpu_offered, "pnm": 1.0}))
+                   + self.mmu.access_latency_s("pnm", {"gpu": (loads or {}).get("gpu", 0.0), "pnm": 1.0}))
         larger = _larger(work)
 
         def seconds_of(ops) -> tuple[float, float]:

@@ -137,8 +137,8 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     memory = hw.gpus * hw.gpu.memory.bandwidth
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory.with_sharing(mmu)),
-        prefill_cost=lambda work, scale=1.0, loads=None: gpu.cost(work, scale),
-        decode_cost=lambda work, scale=1.0, loads=None: pnm.cost(work, scale, (loads or {}).get("gpu", 0.0)),
+        prefill_cost=gpu.cost,
+        decode_cost=pnm.cost,
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
                                       hw.gpus * hw.gpu.power_w, e_hbm),
         decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
@@ -154,8 +154,8 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default
-        prefill_cost=lambda work, scale=1.0, loads=None: prefill.cost(work, scale),
-        decode_cost=lambda work, scale=1.0, loads=None: decode.cost(work, scale),
+        prefill_cost=prefill.cost,
+        decode_cost=decode.cost,
         prefill_account=built.account("prefill SMs", "gpu", flops * share, memory, hw.gpus * hw.gpu.power_w * share,
                                       e_hbm),
         decode_account=built.account("decode SMs", "gpu", flops * (1 - share), memory,
@@ -169,7 +169,7 @@ def _chunked(spec: Chunked, setting: Setting, built: ServingSystem) -> None:
     gpu = GPUExecution(hw, shard)
     account = built.account("chunked prefill", "gpu", hw.gpus * hw.gpu.flops, hw.gpus * hw.gpu.memory.bandwidth,
                             hw.gpus * hw.gpu.power_w, hw.gpu.stack.energy_per_byte)
-    server = MixedServer(built.loop, "mixed", lambda work, scale=1.0, loads=None: gpu.cost(work, scale), account,
+    server = MixedServer(built.loop, "mixed", gpu.cost, account,
                          kv=kv_pool(setting, shard, f"{hw.gpus} GPUs"), max_batch=setting.max_batch,
                          chunk_tokens=setting.chunk, finished=built.finished.append)
     built.submit = server.submit
@@ -183,9 +183,8 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        gpu = GPUExecution(hw, decode_shard)
         decoders.append(DecodeServer(
-            loop, f"decode{index}", lambda work, scale=1.0, loads=None, gpu=gpu: gpu.cost(work, scale),
+            loop, f"decode{index}", GPUExecution(hw, decode_shard).cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
                           spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * hw.gpu.power_w, e_hbm),
             kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
@@ -213,10 +212,9 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     queue: deque[Request] = deque()
     prefillers = []
     for index in range(spec.prefill_instances):
-        gpu = GPUExecution(hw, prefill_shard)
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
         server = PrefillServer(
-            loop, f"prefill{index}", lambda work, scale=1.0, loads=None, gpu=gpu: gpu.cost(work, scale),
+            loop, f"prefill{index}", GPUExecution(hw, prefill_shard).cost,
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * hw.gpu.power_w, e_hbm),
             kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)

@@ -74,12 +74,13 @@ GB = 1e9
 # HBM4, one stack. 2 TB/s: JEDEC JESD270-4 HBM4 (2,048-bit interface at 8 Gb/s), as the paper assumes
 # (§6.1, [Emily Desjardins, 2025]). 48 GB: 16-high stacks of 24 Gb dies (§6.1, [Kim and Park, 2024]).
 # Energy: 41.6 W per stack at full bandwidth (§6.7, [Adhinarayanan et al., 2025]) = 20.8 pJ/byte.
-# Latency: 48 ns, the row cycle time tRC of HBM3 (JEDEC JESD238 speed bins); it only enters each operator's
-# start-up, never its bandwidth.
+# Latency: 42 ns from a read command to data on a bank-row miss (tRP + tRCD + CL = 14 + 14 + 14 cycles of 1 ns)
+# in DRAMSim3's HBM2 configuration (configs/HBM2_8Gb_x128.ini), the DRAM simulator the paper's own evaluation
+# uses (§6.1); it only enters each operator's start-up, never its bandwidth.
 HBM4_STACK = MemoryTier(
     name="HBM4 stack",
     capacity_bytes=48 * GB,
     bandwidth=2e12,
-    latency_s=48e-9,
+    latency_s=42e-9,
     energy_per_byte=41.6 / 2e12,
 )

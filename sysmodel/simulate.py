@@ -62,9 +62,10 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     resolved = {
         "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
-        "hardware": _plain(asdict(hardware)), "mmu_policy": config.mmu_policy, "max_batch": config.max_batch,
+        "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch,
+        "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
         "chunk_tokens": setting.chunk if config.system == "chunked" else None,
-        "verified_blocks": _used_figures(setting),
+        "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},
     }
     return Result(resolved, requests, summary, [request_row(r) for r in requests])
 

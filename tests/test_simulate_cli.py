@@ -112,6 +112,13 @@ def test_config_json_names_what_ran_and_how(small_run) -> None:
     assert {"pnm_lane", "mmu"} <= set(config["verified_blocks"])
 
 
+def test_only_duopd_records_the_pnm_and_mmu_it_did_not_use_otherwise(tmp_path, capsys) -> None:
+    out = tmp_path / "pd"
+    code, _, _ = run([*SMALL[:2], "pd-1:1", *SMALL[3:], "--hw", "pnm.lane_width=512", "--out", str(out)], capsys)
+    config = json.loads((out / "config.json").read_text())
+    assert code == 0 and config["verified_blocks"] == {} and config["mmu_policy"] is None
+
+
 def test_printed_summary_is_one_table_in_human_units_then_the_folder(tmp_path, capsys) -> None:
     out = tmp_path / "out"
     code, stdout, err = run([*SMALL, "--out", str(out)], capsys)

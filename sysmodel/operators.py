@@ -68,11 +68,6 @@ class Shard:
         return max(1, self.model.kv_heads // self.tp)
 
     @property
-    def group(self) -> int:
-        """Query heads that share one KV head on this GPU."""
-        return self.heads // self.kv_heads
-
-    @property
     def kv_bytes_per_token(self) -> int:
         return 2 * self.model.layers * self.kv_heads * self.model.head_dim * BYTES_PER_VALUE
 

@@ -62,14 +62,12 @@ class Accounting:
     flops: float = 0.0
     hbm_bytes: float = 0.0
     link_bytes: float = 0.0
-    iterations: int = 0
 
-    def add(self, cost: Cost, iterations: int = 1) -> None:
+    def add(self, cost: Cost) -> None:
         self.busy_s += cost.seconds
         self.flops += cost.flops
         self.hbm_bytes += cost.hbm_bytes
         self.link_bytes += cost.link_bytes
-        self.iterations += iterations
 
 
 class SharedMemory:
@@ -211,7 +209,7 @@ class Server:
     def _finish(self, generation: int, steps: int) -> None:
         if generation != self._generation:
             return
-        self.accounting.add(Cost(*(_total(field, steps) for field in self._block)), steps)
+        self.accounting.add(Cost(*(_total(field, steps) for field in self._block)))
         ends = self._ends[:steps]
         self.busy = False
         if self.memory is not None:

@@ -110,14 +110,14 @@ def test_weight_and_kv_bytes_split_over_tp() -> None:
 def test_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
     # TP4 over 2 KV heads: every GPU holds one KV head (a copy) serving its 2 query heads.
     shard = Shard(tiny(), 4)
-    assert (shard.heads, shard.kv_heads, shard.group) == (2, 1, 2)
+    assert (shard.heads, shard.kv_heads) == (2, 1)
     assert shard.kv_bytes_per_token == 2 * 2 * 1 * 8 * B          # not halved again: replicated
     attention = 64 * (2 * 2 + 2 * 1) * 8
     assert shard.weight_bytes == (2 * (attention + 24_576 // 4) + 12_800 // 4) * B
     qkv = as_table(shard.layer_ops(decode_work(1, 20)))["qkv"]
     assert qkv[2] == 64 * (2 * 8 + 2 * 8) * B                     # q: 2 heads of 8, k and v: one head of 8 each
     shard8 = Shard(tiny(), 8)
-    assert (shard8.heads, shard8.kv_heads, shard8.group) == (1, 1, 1)
+    assert (shard8.heads, shard8.kv_heads) == (1, 1)
 
 
 def test_all_reduce_bytes_and_ring_time() -> None:

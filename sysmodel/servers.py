@@ -2,11 +2,11 @@
 batching, a mixed (chunked-prefill) server, and the KV-cache pool they reserve memory from.
 
 A server runs one iteration at a time; its cost comes from an executor (`sysmodel.execution`) and, when it
-shares memory with another server, from the share `SharedMemory` grants it at the start of the iteration.
-Decoding runs in blocks of iterations priced at once (numpy over the growing context) up to the next
-request that finishes; anything that would change the next iteration (a request that could join, a
-co-runner starting or stopping) cuts the block at the iteration in progress, so blocks give exactly the
-iteration-by-iteration result, only faster. Each server counts what it did for utilization and energy.
+shares memory with another server, from the share `SharedMemory` grants it (re-priced for the part left
+when a co-runner starts or stops). Decoding runs in blocks of iterations priced at once (numpy over the
+growing context) up to the next request that finishes; anything that would change the next iteration (a
+request that could join, a co-runner starting or stopping) cuts the block at the iteration in progress, so
+blocks give the iteration-by-iteration result (to 1e-6: co-runners re-price at block boundaries), only faster. Each server counts what it did for utilization and energy.
 """
 from collections import deque
 from collections.abc import Callable

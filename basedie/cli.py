@@ -89,7 +89,28 @@ def _add_simulate(commands) -> None:
                                "pnm.lanes=32, gpus=4, link.bandwidth=1.8e12 (repeatable; see sysmodel/hardware.py)")
     simulate.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
                           help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
+    _add_quantization(simulate)
     simulate.set_defaults(run=_simulate)
+
+
+def _add_quantization(simulate) -> None:
+    """The hardware preset and StreamDQ's options: weight format and where it is dequantized (docs/streamdq.md)."""
+    simulate.add_argument("--hardware", default="paper", metavar="NAME",
+                          help="hardware preset: paper (DuoPD's GB300-class machine, default) or a100-pcie-40gb")
+    simulate.add_argument("--weights", default="fp16", metavar="FORMAT",
+                          help="weight format: fp16 (default), w4a16, w8a16 (GPTQ/AWQ integers) or fp8 (E4M3)")
+    simulate.add_argument("--group-size", type=int, default=None, metavar="G",
+                          help="quantized weights: weights per scale/zero group (default 128)")
+    simulate.add_argument("--dequant", default=None, metavar="WHERE",
+                          help="quantized weights: dqb (StreamDQ's near-memory block), gpu-fused, gpu-split, or gpu "
+                               "(the kernel family's own switch)")
+    simulate.add_argument("--kernel", default=None, metavar="FAMILY",
+                          help="GPU-side dequantization kernel family: gptq, awq-v1, awq-v2 or torchao")
+    simulate.add_argument("--activations", default="fp16", metavar="FORMAT",
+                          help="activation and dequantized-weight format: fp16 (default) or bf16")
+    simulate.add_argument("--dqb-link", default="expanded", choices=("expanded", "unbounded"),
+                          help="--dequant dqb: the die-to-die link carries the expanded 16-bit weights at the "
+                               "stack's bandwidth (default), or is assumed not to bind")
 
 
 def _add_bench_options(parser: argparse.ArgumentParser) -> None:
@@ -210,8 +231,8 @@ def _simulation_config(args):
         raise UsageError("--length-cv applies to Poisson arrivals; give --qps too")
     if args.mmu_policy is not None and args.system in SYSTEMS and args.system != "duopd":
         raise UsageError(f"--mmu-policy applies to duopd only, not {args.system}")
-    if args.chunk_tokens is not None and args.system in SYSTEMS and args.system != "chunked":
-        raise UsageError(f"--chunk-tokens applies to chunked only, not {args.system}")
+    if args.chunk_tokens is not None and args.system in SYSTEMS and args.system not in ("chunked", "gpu"):
+        raise UsageError(f"--chunk-tokens applies to chunked and gpu only, not {args.system}")
     if args.qps is None:
         workload = FixedBatch(args.batch if args.requests is None else args.requests, args.input_len, args.output_len)
     else:
@@ -223,9 +244,20 @@ def _simulation_config(args):
         if not sep or not field or not value:
             raise UsageError(f"--hw takes FIELD=VALUE, got {item!r}")
         overrides[field.strip()] = value.strip()
-    hardware = with_overrides(resolve_hardware("paper"), overrides)
+    hardware = with_overrides(resolve_hardware(args.hardware), overrides)
     return SimulationConfig(args.system, resolve_model(args.model), workload, hardware,
-                            args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens)
+                            args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args))
+
+
+def _quantization(args):
+    from sysmodel.quantized import Quantization
+
+    quantized = args.weights != "fp16"
+    if args.dqb_link != "expanded" and args.dequant != "dqb":
+        raise UsageError("--dqb-link applies to --dequant dqb only")
+    group = args.group_size if args.group_size is not None else (128 if quantized else 0)
+    return Quantization(args.weights, group, args.dequant, args.kernel, args.activations,
+                        link_expanded=args.dqb_link == "expanded")
 
 
 def _folder_name(args, config) -> str:
@@ -233,7 +265,10 @@ def _folder_name(args, config) -> str:
     runs that differ only in them do not overwrite each other)."""
     system = args.system + (f"_{args.mmu_policy}" if args.mmu_policy else "") + (
         f"_chunk{args.chunk_tokens}" if args.chunk_tokens else "") + (
-        "".join(f"_{item}" for item in args.hw))
+        "".join(f"_{item}" for item in args.hw)) + (f"_{args.hardware}" if args.hardware != "paper" else "") + (
+        "".join(f"_{v}" for v in (args.weights, args.group_size, args.dequant, args.kernel) if v not in (None, "fp16"))
+        + (f"_{args.activations}" if args.activations != "fp16" else "")
+        + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else ""))
     w = config.workload
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"
     workload = (f"fixed-{lengths}" if args.qps is None

@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 
 from .errors import ConfigError, require
-from .memory import HBM4_STACK, MemoryTier
+from .memory import GB, HBM4_STACK, MemoryTier
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,18 @@ B200_SM_BANDWIDTH = SMBandwidthCurve((0.0, 72 / 148, 1.0), (0.0, 0.8, 1.0))
 
 
 @dataclass(frozen=True)
+class CUDACores:
+    """What GPU-side dequantization runs on (`sysmodel.quantized`): per SM and clock, the thread-instructions the
+    warp schedulers issue and what each pipe completes, and the tensor-core MMA's row count (M is padded to it)."""
+    clock_hz: float
+    issue_per_clock: int         # thread-instructions issued per SM per clock (schedulers × 32 threads)
+    int32_per_clock: int         # INT32 pipe (LOP3, shifts, IADD) results per SM per clock
+    fp16x2_per_clock: int        # HFMA2 / HADD2 / HMUL2 per SM per clock
+    convert_per_clock: int       # integer → FP16 conversions (I2F) per SM per clock
+    mma_m: int                   # rows of one tensor-core MMA
+
+
+@dataclass(frozen=True)
 class GPU:
     name: str
     flops: float                 # dense FP16 FLOP/s
@@ -38,6 +50,8 @@ class GPU:
     stacks: int                  # HBM stacks attached
     stack: MemoryTier = HBM4_STACK
     sm_bandwidth: SMBandwidthCurve = B200_SM_BANDWIDTH
+    cores: CUDACores | None = None       # needed only by GPU-side dequantization
+    pseudo_channels_per_stack: int = 0   # one DQB per pseudo-channel (StreamDQ §3.7); 0: unknown
 
     @cached_property
     def memory(self) -> MemoryTier:
@@ -103,7 +117,33 @@ PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, buffer_bytes=1 << 
                      all_reduce_s=500e-9)
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM)
-HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}
+
+# StreamDQ's GPU (paper 002 §5.1): NVIDIA A100 PCIe 40 GB, five HBM2 stacks. NVIDIA A100 datasheet (2021):
+# 312 TFLOPS dense FP16 tensor, 19.5 TFLOPS FP32, 1,555 GB/s, 40 GB, 250 W max TDP (PCIe 40 GB); 108 SMs at a
+# 1,410 MHz boost clock (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020: 108 × 64 FP32 lanes × 2 ×
+# 1.41 GHz = 19.5 TFLOPS). Per SM (whitepaper): 4 partitions, each one warp scheduler issuing one warp
+# instruction per clock (4 × 32 = 128 thread-instructions), 16 INT32 lanes (64 per SM); FP16 on CUDA cores
+# is 78 TFLOPS = 108 SMs × 1.41 GHz × 512 FLOPs, i.e. 256 FP16 FMAs = 128 HFMA2 per SM per clock. Conversions from
+# 32-bit integer to 16-bit float ("all other type conversions") complete 16 per SM per clock on compute
+# capability 8.0 (CUDA C++ Programming Guide, arithmetic instruction throughput table). MMA tile m16n8k16
+# (PTX ISA, mma.sync for .f16). The 40 MB L2 is not modelled: every kernel reads its operands from HBM once.
+A100_CORES = CUDACores(clock_hz=1.41e9, issue_per_clock=128, int32_per_clock=64, fp16x2_per_clock=128,
+                       convert_per_clock=16, mma_m=16)
+# HBM2 stack of the A100 40 GB: 8 GB; 1,555 GB/s over 5 stacks = 311 GB/s each (5 × 1,024 bits × 2.43 Gb/s).
+# JESD235 HBM2: 8 channels per stack, each split into 2 pseudo-channels in pseudo-channel mode = 16.
+# Energy: ≈3.9 pJ/bit for HBM2 (O'Connor et al., "Fine-Grained DRAM", MICRO 2017, Fig. 1). Latency as HBM4's
+# (DRAMSim3's HBM2 configuration, see sysmodel.memory).
+HBM2_STACK_A100 = MemoryTier(name="HBM2 stack (A100 40 GB)", capacity_bytes=8 * GB, bandwidth=1555e9 / 5,
+                             latency_s=HBM4_STACK.latency_s, energy_per_byte=3.9e-12 * 8)
+A100_PCIE_40GB = GPU(name="A100 PCIe 40 GB", flops=312e12, power_w=250.0, sms=108, stacks=5, stack=HBM2_STACK_A100,
+                     cores=A100_CORES, pseudo_channels_per_stack=16)
+# NVLink bridge for two A100 PCIe boards: 600 GB/s bidirectional = 300 GB/s each way (A100 datasheet); no
+# per-bit energy is published for it, so DuoPD §6.7's 8 pJ/bit NVLink figure stands in (a single-GPU run
+# moves nothing over it).
+A100_NVLINK_BRIDGE = Link(name="NVLink bridge (A100 PCIe)", bandwidth=300e9, energy_per_bit=8e-12)
+A100_PCIE_40GB_HARDWARE = Hardware(gpu=A100_PCIE_40GB, gpus=1, link=A100_NVLINK_BRIDGE, pnm=PAPER_PNM)
+
+HARDWARE_PRESETS = {"paper": PAPER_HARDWARE, "a100-pcie-40gb": A100_PCIE_40GB_HARDWARE}
 
 
 def with_overrides(hardware: Hardware, assignments: dict[str, str]) -> Hardware:

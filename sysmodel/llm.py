@@ -86,7 +86,19 @@ LLAMA2_70B = LLM("LLaMA2-70B", layers=80, hidden=8192, heads=64, kv_heads=8, hea
 QWEN3_235B_A22B = LLM("Qwen3-235B-A22B", layers=94, hidden=4096, heads=64, kv_heads=4, head_dim=128, ffn=1536,
                       vocab=151936, gated_mlp=True, experts=128, experts_per_token=8)
 
-MODEL_PRESETS = {m.name.lower(): m for m in (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B)}
+# StreamDQ's models (paper 002 §5.1), from their Hugging Face config.json: meta-llama/Llama-3.1-8B-Instruct
+# (hidden 4,096, intermediate 14,336, 32 layers, 32 heads, 8 KV heads, vocab 128,256), Qwen/Qwen3-8B (4,096,
+# 12,288, 36 layers, 32 heads, 8 KV heads, head_dim 128, vocab 151,936), mistralai/Mistral-7B-Instruct-v0.3
+# (4,096, 14,336, 32 layers, 32 heads, 8 KV heads, head_dim 128, vocab 32,768). All SiLU (SwiGLU), untied.
+LLAMA31_8B = LLM("Llama-3.1-8B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
+                 vocab=128256, gated_mlp=True)
+QWEN3_8B = LLM("Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=12288, vocab=151936,
+               gated_mlp=True)
+MISTRAL_7B = LLM("Mistral-7B-v0.3", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
+                 vocab=32768, gated_mlp=True)
+
+MODEL_PRESETS = {m.name.lower(): m for m in (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B, LLAMA31_8B, QWEN3_8B,
+                                             MISTRAL_7B)}
 
 
 def _get(config: dict, *keys: str, default: int | None = None) -> int:

@@ -8,6 +8,7 @@ from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
+from .quantized import Quantization, dqb_entry
 from .systems import SYSTEMS, Setting, build
 from .workload import FixedBatch, PoissonArrivals
 
@@ -21,6 +22,7 @@ class SimulationConfig:
     mmu_policy: str = "prefill-first"
     max_batch: int = 16
     chunk_tokens: int | None = None
+    quantization: Quantization = Quantization()
 
 
 @dataclass
@@ -47,7 +49,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens)
+                      config.max_batch, config.chunk_tokens, config.quantization)
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = config.workload.generate()
@@ -64,8 +66,9 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
         "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch,
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
-        "chunk_tokens": setting.chunk if config.system == "chunked" else None,
-        "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},
+        "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") else None,
+        "quantization": asdict(config.quantization),
+        "verified_blocks": _used_figures(setting, config.system),
     }
     return Result(resolved, requests, summary, [request_row(r) for r in requests])
 
@@ -81,9 +84,12 @@ def _plain(value):
     return repr(value)
 
 
-def _used_figures(setting: Setting) -> dict:
-    """Provenance of the verified figures a DuoPD run rests on."""
-    lane = setting.table.entry("pnm_lane", width=setting.hardware.pnm.lane_width)
-    mmu = setting.table.entry("mmu", out_of_order=False)
-    return {name: {"params": e.params, "rtl_digest": e.provenance["rtl_digest"]}
-            for name, e in (("pnm_lane", lane), ("mmu", mmu))}
+def _used_figures(setting: Setting, system: str) -> dict:
+    """Provenance of the verified figures a run rests on: DuoPD's lane and MMU, the DQB's for quantized weights."""
+    used = []
+    if system == "duopd":
+        used += [("pnm_lane", setting.table.entry("pnm_lane", width=setting.hardware.pnm.lane_width)),
+                 ("mmu", setting.table.entry("mmu", out_of_order=False))]
+    if setting.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
+        used.append(("dqb", dqb_entry(setting.table)))
+    return {name: {"params": e.params, "rtl_digest": e.provenance["rtl_digest"]} for name, e in used}

@@ -6,10 +6,15 @@
   over NVLink layer by layer while prefill runs.
 - `chunked`: one instance mixing prompt chunks (1K tokens dense, 4K MoE) with decoding.
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
+- `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
+
+Quantized weights (`Setting.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
+take; the DQB adds its power to the GPUs'.
 """
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
@@ -18,6 +23,8 @@ from .execution import GPUExecution, LaneFigures, PNMExecution
 from .hardware import Hardware
 from .llm import LLM
 from .operators import Shard
+from .quantized import GemmModel, Quantization
+from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from .verified import VerifiedBlocks
 
@@ -45,6 +52,11 @@ class Chunked:
     pass
 
 
+@dataclass(frozen=True)
+class SingleGPU:
+    pass
+
+
 # PD ratios count GPUs: 1:1 = one TP4 prefill instance + one TP4 decode instance; 3:1 = three TP2 prefill
 # instances + one TP2 decode instance (6 + 2 GPUs, §6.2 "4:4 or 6:2"; TP2 because 64 heads do not split
 # over 6 GPUs).
@@ -56,6 +68,7 @@ SYSTEMS = {
     "sm-9:1": SMPartition(0.9),
     "sm-7:3": SMPartition(0.7),
     "sm-5:5": SMPartition(0.5),
+    "gpu": SingleGPU(),
 }
 
 
@@ -68,6 +81,7 @@ class Setting:
     mmu_policy: str = "prefill-first"
     max_batch: int = 16
     chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
+    quantization: Quantization = Quantization()
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
@@ -77,11 +91,31 @@ class Setting:
     def chunk(self) -> int:
         return self.chunk_tokens or (4096 if self.model.moe else 1024)
 
+    @cached_property
+    def gemm(self) -> GemmModel:
+        return GemmModel.build(self.hardware.gpu, self.quantization, self.table)
+
+    def weight_bytes(self, shard: Shard) -> float:
+        return quantized_weight_bytes(shard, self.gemm) if self.quantization.quantized else shard.weight_bytes
+
+    @property
+    def gpu_power_w(self) -> float:
+        """One GPU's power while busy (with its stacks' DQBs when they dequantize)."""
+        return self.gemm.power_w()
+
+
+def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
+    """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
+    if not setting.quantization.quantized:
+        return GPUExecution(setting.hardware, shard, sm_fraction)
+    require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
+    return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
+
 
 def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     """The KV-cache capacity of one instance: what its GPUs' memory holds beyond their weights."""
     capacity = setting.hardware.gpu.memory.capacity_bytes
-    weights = shard.weight_bytes
+    weights = setting.weight_bytes(shard)
     if weights >= capacity:
         raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
                           f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
@@ -109,7 +143,8 @@ def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
         raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
     built = ServingSystem(loop, system)
     spec = SYSTEMS[system]
-    builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition}
+    builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
+                SingleGPU: _single_gpu}
     builders[type(spec)](spec, setting, built)
     return built
 
@@ -129,6 +164,8 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
+    require(not setting.quantization.quantized,
+            "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
     gpu = GPUExecution(hw, shard)
     pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
@@ -150,7 +187,7 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
     share = spec.prefill_fraction
-    prefill, decode = GPUExecution(hw, shard, share), GPUExecution(hw, shard, 1 - share)
+    prefill, decode = gpu_execution(setting, shard, share), gpu_execution(setting, shard, 1 - share)
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default
@@ -163,16 +200,21 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
         shard=shard)
 
 
-def _chunked(spec: Chunked, setting: Setting, built: ServingSystem) -> None:
+def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, gpus: int | None = None) -> None:
     hw = setting.hardware
-    shard = Shard(setting.model, hw.gpus)
-    gpu = GPUExecution(hw, shard)
-    account = built.account("chunked prefill", "gpu", hw.gpus * hw.gpu.flops, hw.gpus * hw.gpu.memory.bandwidth,
-                            hw.gpus * hw.gpu.power_w, hw.gpu.stack.energy_per_byte)
-    server = MixedServer(built.loop, "mixed", gpu.cost, account,
-                         kv=kv_pool(setting, shard, f"{hw.gpus} GPUs"), max_batch=setting.max_batch,
+    gpus = gpus or hw.gpus
+    shard = Shard(setting.model, gpus)
+    account = built.account("chunked prefill" if gpus > 1 else "GPU", "gpu", gpus * hw.gpu.flops,
+                            gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
+    server = MixedServer(built.loop, "mixed", gpu_execution(setting, shard).cost, account,
+                         kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
                          chunk_tokens=setting.chunk, finished=built.finished.append)
     built.submit = server.submit
+
+
+def _single_gpu(spec: SingleGPU, setting: Setting, built: ServingSystem) -> None:
+    """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
+    _chunked(spec, setting, built, gpus=1)
 
 
 def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) -> None:
@@ -184,9 +226,9 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decoders = []
     for index in range(spec.decode_instances):
         decoders.append(DecodeServer(
-            loop, f"decode{index}", GPUExecution(hw, decode_shard).cost,
+            loop, f"decode{index}", gpu_execution(setting, decode_shard).cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
-                          spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * hw.gpu.power_w, e_hbm),
+                          spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * setting.gpu_power_w, e_hbm),
             kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
             finished=built.finished.append))
     prefill_shard = Shard(model, spec.prefill_tp)
@@ -214,9 +256,9 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
         server = PrefillServer(
-            loop, f"prefill{index}", GPUExecution(hw, prefill_shard).cost,
+            loop, f"prefill{index}", gpu_execution(setting, prefill_shard).cost,
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
-                          spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * hw.gpu.power_w, e_hbm),
+                          spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w, e_hbm),
             kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)
         prefillers.append(server)
 

@@ -18,6 +18,10 @@ def test_bench(config: dict) -> None:
 
     assert figures["beats_per_cycle"] == 1.0
     assert figures["initiation_interval"] == 1
+    # One memory beat becomes 16/bits response beats at one per cycle: the memory side runs at bits/16.
+    assert figures["memory_beats_per_cycle_by_mode"] == {
+        "bypass": 1.0, "reserved": 1.0, "int4_bf16": 0.25, "int4_fp16": 0.25, "int8_bf16": 0.5, "int8_fp16": 0.5,
+        "fp8_e4m3_bf16": 0.5, "fp8_e4m3_fp16": 0.5}
     assert set(figures["read_latency_cycles"]) == {"bypass", "reserved", "int4_bf16", "int8_bf16", "fp8_e4m3_bf16",
                                                    "int4_fp16", "int8_fp16", "fp8_e4m3_fp16"}
     assert figures["sz_miss_penalty_cycles"] > 0

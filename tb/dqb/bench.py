@@ -256,7 +256,8 @@ async def _isolated_read(h: Harness, op: Operation, beats: int, accepted, data_i
 @cocotb.test()
 async def timing_figures(dut):
     """Read latency per mode, S/Z miss penalty, and the response rate of a stream of S/Z hits without
-    back-pressure (target: one beat per cycle in every mode)."""
+    back-pressure (target: one beat per cycle in every mode), with the rate the memory side is consumed at
+    meanwhile (a dequantizing read turns one memory beat into 16/bits response beats)."""
     await bench.start(dut)
     p = params()
     rng = np.random.default_rng(7)
@@ -274,17 +275,20 @@ async def timing_figures(dut):
     delivered = bench.HandshakeProbe(dut, "gpu_resp")
     await h.program([entry])
 
-    latency, rates, gaps, checked = {}, {}, {}, 0
+    latency, rates, memory_rates, gaps, checked = {}, {}, {}, {}, 0
     for tag in range(8):
         n_out = 1 if tag in (golden.BYPASS_TAG, golden.RESERVED_TAG) else golden.MODES[tag].expansion
         latency[MODE_NAMES[tag]], _ = await _isolated_read(h, Operation(0, tag), n_out, accepted, data_in, delivered)
         ops = [Operation(b * p.beat_bytes, tag) for b in range(beats)]
         expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
         checked += await h.run(ops, expected)  # warms the S/Z buffer
-        start = len(delivered.cycles)
+        start, memory_start = len(delivered.cycles), len(data_in.cycles)
         checked += await h.run(ops, expected)  # every S/Z access hits
         cycles = delivered.cycles[start:]
         rates[MODE_NAMES[tag]] = round((len(cycles) - 1) / (cycles[-1] - cycles[0]), 4)
+        # Memory beats taken per cycle over the same stream: its beats over the response beats' span.
+        assert len(data_in.cycles) - memory_start == beats, "every S/Z access should hit"
+        memory_rates[MODE_NAMES[tag]] = round(beats * rates[MODE_NAMES[tag]] / len(cycles), 4)
         gaps[MODE_NAMES[tag]] = int(np.diff(cycles).max())
     assert len(set(latency.values())) == 1, f"read latency differs between modes: {latency}"
 
@@ -298,7 +302,8 @@ async def timing_figures(dut):
         probe.stop()
     assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
     bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"], beats_per_cycle=min(rates.values()),
-                 beats_per_cycle_by_mode=rates, initiation_interval=max(gaps.values()),
+                 beats_per_cycle_by_mode=rates, memory_beats_per_cycle_by_mode=memory_rates,
+                 initiation_interval=max(gaps.values()),
                  sz_miss_penalty_cycles=cold - warm, timing_vectors=checked)
 
 

@@ -1,0 +1,84 @@
+"""Iterations on GPUs whose linear layers hold quantized weights (StreamDQ, paper 002): the weight GEMMs are
+priced by `sysmodel.quantized` (the chosen dequantization path), everything else as `GPUExecution` prices it.
+
+vLLM's GPTQ/AWQ models quantize the decoder blocks' linear layers (QKV, output projection, MLP) and keep the
+embeddings and the LM head in FP16; so does this model. MoE models and SM partitions are not modelled here.
+"""
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from .errors import require
+from .execution import Cost
+from .hardware import Hardware
+from .operators import Shard, Work, ring_all_reduce_s
+from .quantized import GemmModel, larger
+
+MATRIX_OPS = ("qkv", "o_proj", "mlp")
+
+
+def linear_shapes(shard: Shard) -> dict[str, list[tuple[int, int]]]:
+    """(K, N) of every quantized GEMM of one layer on one GPU: QKV and the MLP's gate/up are one GEMM each (as
+    vLLM merges them), the output and down projections split K under tensor parallelism."""
+    m = shard.model
+    q, kv = shard.heads * m.head_dim, shard.kv_heads * m.head_dim
+    mlp = [(m.hidden, (m.mlp_matrices - 1) * m.ffn // shard.tp), (m.ffn // shard.tp, m.hidden)]
+    return {"qkv": [(m.hidden, q + 2 * kv)], "o_proj": [(q, m.hidden)], "mlp": mlp}
+
+
+def quantized_weight_bytes(shard: Shard, gemm: GemmModel) -> float:
+    """One GPU's weights: quantized linear layers (with S/Z) plus FP16 embeddings and LM head."""
+    m = shard.model
+    linear = sum(gemm.weight_bytes(k, n) for shapes in linear_shapes(shard).values() for k, n in shapes)
+    return m.layers * linear + 2 * m.vocab * m.hidden // shard.tp * 2
+
+
+@dataclass(frozen=True)
+class QuantizedGPUExecution:
+    """`shard.tp` GPUs running one iteration in tensor parallel with quantized linear layers."""
+    hardware: Hardware
+    shard: Shard
+    gemm: GemmModel
+
+    def __post_init__(self) -> None:
+        require(not self.shard.model.moe, f"{self.shard.model.name}: quantized MoE experts are not modelled")
+        for shapes in linear_shapes(self.shard).values():
+            for k, _ in shapes:
+                self.gemm.quant.check_divides(k)
+
+    @cached_property
+    def shapes(self) -> dict[str, list[tuple[int, int]]]:
+        return linear_shapes(self.shard)
+
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
+        gpu, shard = self.hardware.gpu, self.shard
+        bandwidth = gpu.memory.bandwidth * bandwidth_scale
+        tokens = work.tokens
+        layer_s = layer_bytes = 0.0
+        layer_ops, head_ops = shard.layer_ops(work), shard.head_ops(work)
+        for op in layer_ops:
+            if op.name in MATRIX_OPS:
+                for k, n in self.shapes[op.name]:
+                    cost = self.gemm.cost(tokens, k, n, bandwidth)
+                    layer_s = layer_s + cost.seconds
+                    layer_bytes = layer_bytes + cost.hbm_bytes
+            else:
+                layer_s = layer_s + larger(op.flops / gpu.flops, op.bytes / bandwidth)
+                layer_bytes = layer_bytes + op.bytes
+        head_s = head_bytes = 0.0
+        for op in head_ops:
+            if op.name == "lm_head":
+                memory, tensor, nbytes = self.gemm.fp16_gemm(work.logits, shard.model.hidden,
+                                                             shard.model.vocab // shard.tp, bandwidth)
+                head_s, head_bytes = head_s + larger(memory, tensor), head_bytes + nbytes
+            else:
+                head_s, head_bytes = head_s + larger(op.flops / gpu.flops, op.bytes / bandwidth), head_bytes + op.bytes
+        reduce_bytes = shard.all_reduce_bytes(work)
+        reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
+        layers = shard.model.layers
+        seconds = layers * (layer_s + reduce_s) + head_s
+        flops = layers * sum(op.flops for op in layer_ops) + sum(op.flops for op in head_ops)
+        hbm = layers * layer_bytes + head_bytes
+        link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
+        return Cost(seconds, flops * shard.tp, hbm * shard.tp, link * shard.tp, hbm / (seconds * gpu.memory.bandwidth))
+

@@ -295,7 +295,8 @@ class GemmModel:
         else:
             tensor, cuda = 0.0, self.cuda_s(dequantized, mix, hfma2=m * k * n / 2)
         seconds = larger(memory, tensor + cuda)
-        bound = "memory" if not isinstance(seconds, np.ndarray) and seconds == memory else "tensor+cuda"
+        bound = ("memory" if not isinstance(seconds, np.ndarray) and seconds == memory
+                 else "tensor+cuda" if family.tensor_cores else "cuda")
         return GemmCost(seconds, nbytes, memory, tensor, cuda, bound)
 
     def _split(self, m, k, n, family: KernelFamily, bandwidth) -> GemmCost:
@@ -314,15 +315,17 @@ class GemmModel:
         """Seconds of the weight stream (and the GEMM's activations) under each resource of the DQB path."""
         bandwidth = bandwidth or self.gpu.memory.bandwidth
         d = self.dqb
-        weights = self.weight_bytes(k, n)              # packed + S/Z, all read from DRAM by the DQBs
+        packed = k * n * self.quant.bits / 8
+        sz = self.weight_bytes(k, n) - packed
         expanded = 2 * k * n                           # 16-bit weights out of the DQBs
         activations = 2 * m * k
         beats = self.dqbs * d.beat_bytes * d.clock_hz  # bytes per second of one beat per cycle in every DQB
         bounds = {
-            "dram": (weights + 2 * m * (k + n)) / bandwidth,
-            # Output side, memory side (S/Z fills included), and the activations read through in bypass.
-            "dqb": larger(expanded / (beats * d.output_beats_per_cycle),
-                           weights / (beats * d.memory_beats_per_cycle)) + activations / (beats * d.bypass_beats_per_cycle),
+            "dram": (packed + sz + 2 * m * (k + n)) / bandwidth,
+            # The busier of the output and memory sides for the weights; S/Z fills and the activations (read
+            # untagged) each take the memory port for a beat at the bypass rate, producing no dequantized beat.
+            "dqb": larger(expanded / (beats * d.output_beats_per_cycle), packed / (beats * d.memory_beats_per_cycle))
+                   + (sz + activations) / (beats * d.bypass_beats_per_cycle),
         }
         if self.quant.link_expanded:
             # The die-to-die link of each stack is as wide and fast as the stack's interface (HBM2: the PHY).

@@ -281,7 +281,7 @@ BAD_INPUT = [
     (["--qps", "5", "--seed", "-1"], "--seed must be >= 0"),
     (["--system", "chunked", "--chunk-tokens", "0"], "chunk size must be >= 1"),
     (["--system", "chunked", "--mmu-policy", "mixed"], "--mmu-policy applies to duopd only"),
-    (["--chunk-tokens", "512"], "--chunk-tokens applies to chunked only"),
+    (["--chunk-tokens", "512"], "--chunk-tokens applies to chunked and gpu only"),
 ]
 
 

@@ -83,8 +83,8 @@ class KernelFamily:
 KERNELS = {
     # vLLM's GPTQ (csrc/quantization/gptq/q_gemm.cu, from exllamav2): BLOCK_M_SIZE_MAX = 8 rows per block, the
     # dot products by HFMA2 on CUDA cores (dot22_8), no tensor cores; beyond a row count it reconstructs the FP16
-    # weights and calls cuBLAS. The switch at M = 64 is the paper's setting (§6.4).
-    "gptq": KernelFamily("gptq", {4: GPTQ_INT4, 8: GPTQ_INT8}, ACTIVATIONS, True, 64, ((math.inf, 8),), False),
+    # weights and calls cuBLAS. The switch at M = 64 is the paper's setting (§6.4). Its kernels take `half` only.
+    "gptq": KernelFamily("gptq", {4: GPTQ_INT4, 8: GPTQ_INT8}, ("fp16",), True, 64, ((math.inf, 8),), False),
     # vLLM's AWQ (gemm_forward_4bit_cuda_m16nXk32: 16 rows per thread block; awq.py splits from 256 rows).
     "awq-v1": KernelFamily("awq-v1", {4: AWQ_V1_INT4}, ("fp16",), True, 256, ((math.inf, 16),)),
     # llm-awq's gemm_forward_cuda_new: each warp dequantizes its own fragment, WARP_M = 16 up to 64 rows, 32 up

@@ -19,7 +19,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 sys.path.insert(0, str(Path(__file__).parent))
-from duopd_study import Claim, cell, deviation_text, write_csv  # noqa: E402  (the DuoPD study's table helpers)
+from duopd_study import Claim, write_csv  # noqa: E402  (the DuoPD study's table helpers)
+from duopd_study import write_headline as duopd_headline  # noqa: E402
 
 from sysmodel import verified  # noqa: E402
 from sysmodel.hardware import A100_PCIE_40GB, A100_PCIE_40GB_HARDWARE  # noqa: E402
@@ -294,16 +295,8 @@ def plot_e2e(out: Path, rows, speedups, scale: Scale) -> None:
 
 
 def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
-    write_csv(out / "headline.csv", [
-        {"figure": c.figure, "claim": c.claim, "paper_relation": c.relation, "paper": c.paper, "ours": c.ours,
-         "deviation": c.deviation, "simulation": c.simulation} for c in claims])
-    lines = [f"# StreamDQ study: our figures next to the paper's{' (quick mode)' * quick}", "",
-             "`x`: ours ÷ paper; `pt`: ours − paper in percentage points. `<`/`>` before the paper's value: the "
-             "paper states a direction (below / above), not a value.", "",
-             "| fig | claim | paper | ours | deviation | simulation |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {c.figure} | {cell(c.claim)} | {'' if c.relation == '=' else c.relation}{c.paper:.4g} | "
-              f"{c.ours:.4g} | {deviation_text(c)} | {cell(c.simulation)} |" for c in claims]
-    text = "\n".join(lines) + "\n"
+    """The DuoPD study's headline.csv / headline.md, titled for this study."""
+    text = duopd_headline(out, claims, quick).replace("# DuoPD study", "# StreamDQ study", 1)
     (out / "headline.md").write_text(text)
     return text
 

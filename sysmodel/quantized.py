@@ -266,7 +266,8 @@ class GemmModel:
         q = self.quant
         if not q.quantized:
             memory, tensor, nbytes = self.fp16_gemm(m, k, n, bandwidth)
-            return GemmCost(larger(memory, tensor), nbytes, memory, tensor, 0.0, "fp16")
+            bound = "mixed" if isinstance(m, np.ndarray) else "memory" if memory >= tensor else "tensor"
+            return GemmCost(larger(memory, tensor), nbytes, memory, tensor, 0.0, bound)
         if q.dequant == "dqb":
             return self._dqb(m, k, n, bandwidth)
         family = KERNELS[q.kernel]

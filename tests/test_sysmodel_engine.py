@@ -17,7 +17,7 @@ from sysmodel.systems import SYSTEMS
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
 # GPUs per instance (the tensor-parallel degree whose KV pool bounds the decode batch) of every system.
-TP = {"duopd": 8, "pd-1:1": 4, "pd-3:1": 2, "chunked": 8, "sm-9:1": 8, "sm-7:3": 8, "sm-5:5": 8}
+TP = {"duopd": 8, "pd-1:1": 4, "pd-3:1": 2, "chunked": 8, "sm-9:1": 8, "sm-7:3": 8, "sm-5:5": 8, "gpu": 1}
 TINY = LLM("tiny", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128, vocab=100, gated_mlp=True)
 
 
@@ -51,6 +51,8 @@ def single(self: DecodeServer) -> None:
 @pytest.mark.parametrize("model", ["llama2-70b", "qwen3-235b-a22b"])
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_block_decoding_equals_iteration_by_iteration(table, monkeypatch, system: str, model: str) -> None:
+    if (system, model) == ("gpu", "qwen3-235b-a22b"):
+        pytest.skip("470 GB of weights do not fit one GPU")
     # Arrivals close enough that prefills overlap decoding: blocks are cut and repriced.
     config = SimulationConfig(system, model, PoissonArrivals(4.0, 12, 2048, 64, seed=5))
     blocks = simulate(config, table)

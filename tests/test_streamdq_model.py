@@ -112,6 +112,18 @@ def test_dqb_path_at_batch_1_is_bound_by_the_link_carrying_16_bit_weights() -> N
     assert gemm.dqbs == 80
 
 
+def test_dqb_path_at_batch_256_is_tensor_bound() -> None:
+    # 2 × 256 × 4096² FLOPs at 312 TFLOPS (27.5 µs) outlast the 16-bit weight stream over the link (21.6 µs + rows).
+    cost = model(dequant="dqb", kernel=None).cost(256, K, N)
+    assert cost.bound == "tensor" and cost.seconds == pytest.approx(2 * 256 * K * N / 312e12 + 11 / 328e6)
+
+
+def test_fp8_weights_go_through_the_dqb_only_and_cost_what_int8_does() -> None:
+    t = table()
+    int8, fp8 = (GemmModel.build(A100, Quantization(w, 128, "dqb"), t).cost(8, K, N) for w in ("w8a16", "fp8"))
+    assert fp8 == int8        # same bytes, and the bench measured the same rates and latency for both modes
+
+
 def test_dqb_latency_adds_exactly_its_time() -> None:
     t, slow = table(), table(read_latency_cycles={**table().entry("dqb", interface_bits=512).figures[
         "read_latency_cycles"], "int4_fp16": 1011})

@@ -98,7 +98,8 @@ KERNELS = {
 
 @dataclass(frozen=True)
 class Quantization:
-    """How the weights are stored and where they are dequantized; `validate` names what cannot run."""
+    """How the weights are stored and where they are dequantized; a combination no kernel runs is refused with a
+    message that names it."""
     weights: str = "fp16"
     group_size: int = 0            # 0 for fp16
     dequant: str | None = None

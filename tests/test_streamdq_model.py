@@ -3,7 +3,6 @@ and CUDA-core-bound), S/Z bytes, the DQB path's coupling to the verified table, 
 system and bad input on the command line (one line, exit 2, nothing written)."""
 import copy
 import json
-import math
 
 import pytest
 

@@ -57,7 +57,7 @@ class QuantizedGPUExecution:
         layer_s = layer_bytes = 0.0
         layer_ops, head_ops = shard.layer_ops(work), shard.head_ops(work)
         for op in layer_ops:
-            if op.name in MATRIX_OPS:
+            if op.name in MATRIX_OPS:    # the GEMM's output rows include the K and V the QKV op writes
                 for k, n in self.shapes[op.name]:
                     cost = self.gemm.cost(tokens, k, n, bandwidth)
                     layer_s = layer_s + cost.seconds

@@ -158,6 +158,15 @@ def test_dqb_energy_adds_every_dqbs_power() -> None:
     assert gemm.energy_j(cost) == pytest.approx(cost.seconds * (250 + 80 * 0.355) + cost.hbm_bytes * 31.2e-12)
 
 
+def test_quantized_footprint_is_packed_linear_layers_plus_fp16_embeddings() -> None:
+    from sysmodel.quantized_execution import quantized_weight_bytes
+    llama = MODEL_PRESETS["llama-3.1-8b"]
+    gemm = GemmModel(A100, Quantization("w4a16", 128, "gpu", "gptq"), SZ)
+    linear = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)   # QKV, O, gate/up/down
+    assert quantized_weight_bytes(Shard(llama, 1), gemm) == pytest.approx(
+        linear / 2 / (1 - SZ) + 2 * 2 * 128256 * 4096)
+
+
 @pytest.mark.parametrize("name,params", [("llama-3.1-8b", 8.03e9), ("qwen3-8b", 8.19e9), ("mistral-7b-v0.3", 7.25e9)])
 def test_model_presets_have_their_published_parameter_counts(name: str, params: float) -> None:
     # Hugging Face model cards: 8.03B, 8.19B, 7.25B parameters.

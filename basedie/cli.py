@@ -123,6 +123,8 @@ def _add_bench_options(parser: argparse.ArgumentParser) -> None:
                         help="benches run at once (default: one per core)")
     parser.add_argument("--table", type=Path, default=None,
                         help="the verified-figures table to update (default: sysmodel/data/verified_blocks.json)")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="run each bench as a task on this Dask cluster's workers (-j is then unused)")
 
 
 def _block_names(name: str) -> list[str]:
@@ -180,7 +182,14 @@ def _verify(args) -> int:
     names = [name for block in args.blocks for name in _block_names(block)]
     table = args.table or TABLE_PATH
     started = time.monotonic()
-    entries = verify(names, waves=args.waves, jobs=args.jobs)
+    if args.scheduler:
+        from basedie.sweep import Cluster
+        from tb.dask_verify import verify_on
+
+        with Cluster(args.scheduler, None) as client:
+            entries = verify_on(client, names, args.waves)
+    else:
+        entries = verify(names, waves=args.waves, jobs=args.jobs)
     store(entries, table, remeasured=names)
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
@@ -192,7 +201,8 @@ def _verify(args) -> int:
 
 def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
-    return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table))
+    return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
+                                                scheduler=args.scheduler))
 
 
 def _simulate(args) -> int:

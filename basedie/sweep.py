@@ -186,9 +186,10 @@ def stored(out: Path) -> dict[str, dict]:
     return rows
 
 
-def sweep(spec: Spec, points: list[Point], spec_text: str, out: Path, client=None, progress: bool = True) -> dict:
-    """Run the `points` of `spec` not yet in `out`, then write the table, hardware file and plots from every stored
-    point. Returns counts: points, computed, reused, failed."""
+def sweep(spec: Spec, points: list[Point], spec_text: str, out: Path, client=None, progress: bool = True,
+          plots: bool = True) -> dict:
+    """Run the `points` of `spec` not yet in `out`, then write the table, hardware file and (with `plots`) plots
+    from every stored point. Returns counts: points, computed, reused, failed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -214,12 +215,12 @@ def sweep(spec: Spec, points: list[Point], spec_text: str, out: Path, client=Non
 
     compute(run_points, [p.options for p in todo], client, save, failed, progress=progress)
     rows = stored(out)
-    write_outputs(spec, points, rows, out)
+    write_outputs(spec, points, rows, out, plots)
     return {"points": len(points), "computed": len(todo), "reused": len(points) - len(todo),
             "failed": sum(rows[p.key]["status"] != "ok" for p in points)}
 
 
-def write_outputs(spec: Spec, points: list[Point], rows: dict[str, dict], out: Path) -> None:
+def write_outputs(spec: Spec, points: list[Point], rows: dict[str, dict], out: Path, plots: bool = True) -> None:
     """points.parquet/.csv (inputs, status, error, hardware id, metrics, resolved configuration per point),
     hardware.json (each distinct hardware and the verified figures it used, once) and plots/<metric>.png."""
     import pyarrow.csv
@@ -236,6 +237,8 @@ def write_outputs(spec: Spec, points: list[Point], rows: dict[str, dict], out: P
     _atomic(out / "points.parquet", lambda path: pq.write_table(arrow, path))
     _atomic(out / "points.csv", lambda path: pyarrow.csv.write_csv(arrow, path))
     _atomic(out / "hardware.json", lambda path: Path(path).write_text(json.dumps(hardware, indent=2) + "\n"))
+    if not plots:
+        return
     first = spec.axes[0]
     measured = _metric_names(rows)
     metrics = [name for name in arrow.column_names if name in measured and _numeric(arrow.column(name))]

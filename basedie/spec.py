@@ -87,7 +87,7 @@ def load(path: Path, parser: argparse.ArgumentParser) -> Spec:
     axes_table = document.get("axes", {})
     if not isinstance(axes_table, dict) or not axes_table:
         raise UsageError(f"{path}: [axes] names no axis; give at least one")
-    axes = tuple(_axis(parser, name, value) for name, value in _flatten_axes(axes_table))
+    axes = tuple(_axis(parser, name, value) for name, value in _flatten(axes_table, is_value=_is_range))
     seen: dict[str, str] = {}
     for axis in axes:
         for key in {k for values in axis.values for k in values}:
@@ -97,11 +97,11 @@ def load(path: Path, parser: argparse.ArgumentParser) -> Spec:
     return Spec(base, axes)
 
 
-def _flatten_axes(table: dict, prefix: str = ""):
-    """(name, values) of each axis; TOML's dotted keys (hw.pnm.lanes = [...]) arrive as nested tables."""
+def _flatten(table: dict, prefix: str = "", is_value=lambda table: False):
+    """(dotted name, value) pairs: TOML's dotted keys (hw.pnm.lanes = ...) arrive as nested tables."""
     for name, value in table.items():
-        if isinstance(value, dict) and not set(value) <= RANGE_KEYS:
-            yield from _flatten_axes(value, f"{prefix}{name}.")
+        if isinstance(value, dict) and not is_value(value):
+            yield from _flatten(value, f"{prefix}{name}.", is_value)
         else:
             yield prefix + name, value
 
@@ -158,12 +158,8 @@ def _settings(parser, table, where: str) -> dict:
     return settings
 
 
-def _flatten(table: dict, prefix: str = ""):
-    for name, value in table.items():
-        if isinstance(value, dict):
-            yield from _flatten(value, f"{prefix}{name}.")
-        else:
-            yield prefix + name, value
+def _is_range(table: dict) -> bool:
+    return set(table) <= RANGE_KEYS
 
 
 def _key(parser, name: str) -> str:

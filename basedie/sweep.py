@@ -34,6 +34,8 @@ def compute(function: Callable[[list], list], items: Sequence, client=None, done
     """Call `function` (importable by the workers) on batches of `items` on `client`'s workers, or in this process
     without a client; `done(batch_items, results)` as each batch finishes. A batch whose task fails as a whole
     (a worker died) gets `failed(item, one-line error)` per item; without `failed` the error is raised."""
+    if not items:
+        return
     from tqdm import tqdm
 
     slots = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values()) if client else 1

@@ -25,7 +25,7 @@ from sysmodel.errors import ConfigError
 from .cli import UsageError, _simulation_config
 
 RANGE_KEYS = {"start", "stop", "step", "num", "spacing"}
-NOT_SWEPT = {"out"}     # each point's files are not written: the sweep writes one table
+NOT_SWEPT = {"out", "help"}     # the sweep writes one table, not a folder per point
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _key(parser, name: str) -> str:
     action = _action(parser, option)
     if action is None or action.dest in NOT_SWEPT:
         known = sorted(a.option_strings[-1][2:] for a in parser._actions
-                       if a.option_strings and a.dest not in NOT_SWEPT | {"help"})
+                       if a.option_strings and a.dest not in NOT_SWEPT)
         raise UsageError(f"{name!r} is not a sweepable `basedie simulate` option (known: {', '.join(known)})")
     if dot and not isinstance(action, argparse._AppendAction):
         raise UsageError(f"{name!r}: only a repeatable option (such as hw) takes OPTION.FIELD")

@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -150,8 +151,10 @@ class Cluster:
                 raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {one_line(error)}") from None
             self._stack.append(client)
             return client
-        cluster = LocalCluster(n_workers=self.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        with warnings.catch_warnings():  # its HTTP server moves to a free port when another cluster runs: fine
+            warnings.filterwarnings("ignore", message="Port .* is already in use")
+            cluster = LocalCluster(n_workers=self.workers or os.cpu_count() or 1, threads_per_worker=1,
+                                   processes=True, dashboard_address=None, silence_logs=logging.ERROR)
         self._stack += [cluster, Client(cluster)]
         return self._stack[-1]
 

@@ -6,8 +6,10 @@ costs per point.
 The grid: LLaMA2-70B on DuoPD, a fixed batch of 4 requests of 2,048 tokens, PNM lanes 1..40 x output lengths
 4..200 (the first `--points` of it). Timed: the points through `basedie.sweep.compute` (the engine `basedie sweep`
 uses; the table, plots and part files are not included), serially and on the cluster (its start-up timed apart),
-then the same number of no-op tasks one per point (Dask's cost per task) and the batched sweep's extra time per
-point over a perfect split of the serial time.
+then the same number of no-op tasks, one per point (Dask's cost per task). Wall time and CPU time: on a shared
+machine the kernel's autogroup scheduling gives all the processes of one session one share of the CPUs, so wall
+time there says little about how the cluster scales, while CPU seconds per point (this process, which also runs
+the LocalCluster's scheduler, plus the workers) show what Dask adds.
 """
 import argparse
 import os
@@ -28,10 +30,14 @@ def grid(points: int) -> list[tuple[str, ...]]:
     return [p.options for p in spec.points(simulate_parser())[:points]]
 
 
-def timed(function, *args) -> float:
-    start = time.perf_counter()
+def timed(function, *args, client=None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and of `client`'s workers)."""
+    def cpu() -> float:
+        return time.process_time() + (sum(client.run(time.process_time).values()) if client else 0.0)
+
+    wall, used = time.perf_counter(), cpu()
     function(*args)
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, cpu() - used
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,26 +54,28 @@ def main(argv: list[str] | None = None) -> int:
         failed.extend(r for r in rows if r["status"] != "ok")
 
     print(f"{len(options)} DuoPD points; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
-    load = timed(sweep._context)  # the parser and verified table, once per process (each worker does the same)
-    serial = timed(sweep.compute, sweep.run_points, options, None, check, None, None, False)
-    print(f"serial, one process:        {serial:7.1f} s  {len(options) / serial:7.1f} points/s  "
-          f"({1e3 * serial / len(options):.1f} ms/point; table loaded once before, {load:.2f} s)")
+    n = len(options)
+    load, _ = timed(sweep._context)  # the parser and verified table, once per process (each worker does the same)
+    serial, serial_cpu = timed(sweep.compute, sweep.run_points, options, None, check, None, None, False)
+    print(f"serial, one process:        {serial:7.1f} s  {n / serial:7.1f} points/s  "
+          f"CPU {1e3 * serial_cpu / n:6.2f} ms/point  (table loaded once before, {load:.2f} s)")
     start = time.perf_counter()
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         started = time.perf_counter() - start
         client.run(sweep._context)   # what every worker pays once, like the serial run's table load
         warm = time.perf_counter() - start - started
-        parallel = timed(sweep.compute, sweep.run_points, options, client, check, None, None, False)
-        noop = timed(sweep.compute, list, options, client, lambda b, r: None, None, 1, False)
-        ideal = serial / args.workers
-        print(f"LocalCluster, {args.workers} workers:    {parallel:7.1f} s  {len(options) / parallel:7.1f} points/s  "
-              f"(start-up {started:.1f} s and worker warm-up {warm:.1f} s not included; speed-up "
-              f"{serial / parallel:.2f}x, ideal {args.workers}x)")
-        print(f"Dask cost per task:         {1e3 * noop / len(options):7.2f} ms  ({len(options)} no-op tasks, one per "
-              f"point, {noop:.1f} s)")
-        print(f"batched sweep over ideal:   {1e3 * (parallel - ideal) * args.workers / len(options):7.2f} ms/point "
-              f"(worker-seconds beyond serial / {args.workers} per point)")
+        parallel, parallel_cpu = timed(sweep.compute, sweep.run_points, options, client, check, None, None, False,
+                                       client=client)
+        noop, noop_cpu = timed(sweep.compute, list, options, client, lambda b, r: None, None, 1, False,
+                               client=client)
+        print(f"LocalCluster, {args.workers} workers:    {parallel:7.1f} s  {n / parallel:7.1f} points/s  "
+              f"CPU {1e3 * parallel_cpu / n:6.2f} ms/point  (start-up {started:.1f} s and worker warm-up {warm:.1f} s "
+              f"not included; wall speed-up {serial / parallel:.2f}x)")
+        print(f"Dask's cost, batched:       {1e3 * (parallel_cpu - serial_cpu) / n:7.2f} CPU ms/point (cluster CPU "
+              f"minus serial CPU, per point)")
+        print(f"Dask's cost, one per task:  {1e3 * noop_cpu / n:7.2f} CPU ms/task, {1e3 * noop / n:.2f} ms wall/task "
+              f"({n} no-op tasks)")
     print(f"load average {os.getloadavg()[0]:.1f} at the end; {len(failed)} points failed")
     return 1 if failed else 0
 

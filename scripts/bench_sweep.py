@@ -1,7 +1,7 @@
 """How fast `basedie sweep` runs points: a DuoPD grid serially in one process vs on a LocalCluster, and what Dask
 costs per point.
 
-    python scripts/bench_sweep.py [--points 2000] [--workers 2]
+    python scripts/bench_sweep.py [--points 2000] [--workers 2 | --scheduler tcp://HOST:PORT]
 
 The grid: LLaMA2-70B on DuoPD, a fixed batch of 4 requests of 2,048 tokens, PNM lanes 1..40 x output lengths
 4..200 (the first `--points` of it). Timed: the points through `basedie.sweep.compute` (the engine `basedie sweep`
@@ -9,7 +9,8 @@ uses; the table, plots and part files are not included), serially and on the clu
 then the same number of no-op tasks, one per point (Dask's cost per task). Wall time and CPU time: on a shared
 machine the kernel's autogroup scheduling gives all the processes of one session one share of the CPUs, so wall
 time there says little about how the cluster scales, while CPU seconds per point (this process, which also runs
-the LocalCluster's scheduler, plus the workers) show what Dask adds.
+the LocalCluster's scheduler, plus the workers) show what Dask adds. With --scheduler the cluster is one started
+by hand (workers started in sessions of their own each get a share, as separate machines would).
 """
 import argparse
 import os
@@ -43,9 +44,10 @@ def timed(function, *args, client=None) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="LocalCluster worker processes")
+    parser.add_argument("--scheduler", default=None, help="use this running cluster instead of a LocalCluster")
     args = parser.parse_args(argv)
-    from distributed import Client, LocalCluster
+    from basedie.sweep import Cluster
 
     options = grid(args.points)
     failed = []
@@ -60,16 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"serial, one process:        {serial:7.1f} s  {n / serial:7.1f} points/s  "
           f"CPU {1e3 * serial_cpu / n:6.2f} ms/point  (table loaded once before, {load:.2f} s)")
     start = time.perf_counter()
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with Cluster(args.scheduler, args.workers) as client:
         started = time.perf_counter() - start
+        workers = len(client.scheduler_info()["workers"])
         client.run(sweep._context)   # what every worker pays once, like the serial run's table load
         warm = time.perf_counter() - start - started
         parallel, parallel_cpu = timed(sweep.compute, sweep.run_points, options, client, check, None, None, False,
                                        client=client)
         noop, noop_cpu = timed(sweep.compute, list, options, client, lambda b, r: None, None, 1, False,
                                client=client)
-        print(f"LocalCluster, {args.workers} workers:    {parallel:7.1f} s  {n / parallel:7.1f} points/s  "
+        name = f"{'cluster at --scheduler' if args.scheduler else 'LocalCluster'}, {workers} workers:"
+        print(f"{name:27} {parallel:7.1f} s  {n / parallel:7.1f} points/s  "
               f"CPU {1e3 * parallel_cpu / n:6.2f} ms/point  (start-up {started:.1f} s and worker warm-up {warm:.1f} s "
               f"not included; wall speed-up {serial / parallel:.2f}x)")
         print(f"Dask's cost, batched:       {1e3 * (parallel_cpu - serial_cpu) / n:7.2f} CPU ms/point (cluster CPU "

@@ -39,7 +39,7 @@ def compute(function: Callable[[list], list], items: Sequence, client=None, done
         return
     from tqdm import tqdm
 
-    slots = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values()) if client else 1
+    slots = sum(client.nthreads().values()) if client else 1
     size = batch or max(1, min(MAX_BATCH, math.ceil(len(items) / (4 * max(1, slots)))))
     batches = [list(items[i:i + size]) for i in range(0, len(items), size)]
     bar = tqdm(total=len(items), unit="point", disable=None if progress else True, file=sys.stderr)

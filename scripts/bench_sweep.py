@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     with Cluster(args.scheduler, args.workers) as client:
         started = time.perf_counter() - start
-        workers = len(client.scheduler_info()["workers"])
+        workers = len(client.nthreads())
         client.run(sweep._context)   # what every worker pays once, like the serial run's table load
         warm = time.perf_counter() - start - started
         parallel, parallel_cpu = timed(sweep.compute, sweep.run_points, options, client, check, None, None, False,

@@ -235,3 +235,11 @@ def test_the_shipped_example_is_a_valid_spec() -> None:
     spec = load(Path(__file__).parents[1] / "examples" / "sweeps" / "duopd-lanes.toml", simulate_parser())
     points = spec.points(simulate_parser())
     assert spec.axes[0].name == "hw.pnm.lanes" and len(points) == math.prod(len(a.values) for a in spec.axes) >= 10
+
+
+def test_verify_with_an_unreachable_scheduler_is_one_line_and_writes_no_table(tmp_path, capsys) -> None:
+    table = tmp_path / "table.json"
+    code = main(["verify", "fp_to_fp32", "--scheduler", "tcp://127.0.0.1:1", "--table", str(table)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("basedie verify: error: cannot reach the Dask scheduler at tcp://127.0.0.1:1")
+    assert err.count("\n") == 1 and not table.exists()

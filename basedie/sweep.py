@@ -2,7 +2,7 @@
 tidy table.
 
 Every point is parsed by `simulate`'s own parser and run by `cli.simulation`, the function `basedie simulate`
-runs. Points go to the workers in batches, since a Dask task costs about 1 ms and a small simulation 15 ms. Each
+runs. Points go to the workers in batches, since a Dask task costs about 1 ms and a small simulation 5–70 ms. Each
 finished batch is saved at once as a part file in DIR/parts; the table, the hardware file and the plots are
 derived from the parts at the end, so an interrupted sweep resumes with the points it had not finished (points
 that failed are tried again).

@@ -50,10 +50,33 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(run=_run)
 
     _add_simulate(commands)
+    _add_sweep(commands)
     return parser
 
 
-def _add_simulate(commands) -> None:
+def _add_sweep(commands) -> None:
+    sweep = commands.add_parser(
+        "sweep", help="run `simulate` over a grid of options on Dask; one table, hardware file and plots",
+        description="Run `basedie simulate` over the grid a TOML SPEC describes (see examples/sweeps/ and "
+                    "docs/sweep.md), on a local Dask cluster or --scheduler's, into one table with plots. Exit "
+                    "code 1 when a point failed (its error is in the table).")
+    sweep.add_argument("spec", type=Path, metavar="SPEC", help="the sweep's TOML file")
+    sweep.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                       help="run on this Dask cluster (default: a LocalCluster on this machine)")
+    sweep.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="LocalCluster worker processes (default: one per core; 0: no Dask, this process only)")
+    sweep.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
+                       help="output folder (default build/sweep/<SPEC name>); a sweep's own folder is resumed")
+    sweep.set_defaults(run=_sweep)
+
+
+def _sweep(args) -> int:
+    from basedie.sweep import main as sweep
+
+    return sweep(args)
+
+
+def _add_simulate(commands) -> argparse.ArgumentParser:
     # Defaults that depend on the mode (or that are checked for being given at all) are None here.
     simulate = commands.add_parser(
         "simulate", help="simulate LLM serving on one system; print a summary, write metrics and plots",
@@ -91,6 +114,7 @@ def _add_simulate(commands) -> None:
                           help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
     _add_quantization(simulate)
     simulate.set_defaults(run=_simulate)
+    return simulate
 
 
 def _add_quantization(simulate) -> None:
@@ -120,6 +144,8 @@ def _add_bench_options(parser: argparse.ArgumentParser) -> None:
                         help="benches run at once (default: one per core)")
     parser.add_argument("--table", type=Path, default=None,
                         help="the verified-figures table to update (default: sysmodel/data/verified_blocks.json)")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="run each bench as a task on this Dask cluster's workers (-j is then unused)")
 
 
 def _block_names(name: str) -> list[str]:
@@ -177,7 +203,14 @@ def _verify(args) -> int:
     names = [name for block in args.blocks for name in _block_names(block)]
     table = args.table or TABLE_PATH
     started = time.monotonic()
-    entries = verify(names, waves=args.waves, jobs=args.jobs)
+    if args.scheduler:
+        from basedie.sweep import Cluster
+        from tb.dask_verify import verify_on
+
+        with Cluster(args.scheduler, None) as client:
+            entries = verify_on(client, names, args.waves)
+    else:
+        entries = verify(names, waves=args.waves, jobs=args.jobs)
     store(entries, table, remeasured=names)
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
@@ -189,27 +222,47 @@ def _verify(args) -> int:
 
 def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
-    return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table))
+    return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
+                                                scheduler=args.scheduler))
 
 
 def _simulate(args) -> int:
     from sysmodel import report
     from sysmodel.errors import ConfigError
-    from sysmodel.simulate import simulate
     from sysmodel.verified import StaleTableError
 
     try:
         # Everything is checked and simulated before the first file is written.
-        config = _simulation_config(args)
+        config, result = simulation(args)
         out = args.out or SIMULATE_ROOT / _folder_name(args, config)
         report.check_destination(out)
-        result = simulate(config)
     except (ConfigError, StaleTableError) as error:
         raise UsageError(str(error)) from None
     folder = report.write(result, out, args.argv)
     print(report.format_summary(result))
     print(f"output folder: {folder}")
     return 0
+
+
+def simulate_parser() -> argparse.ArgumentParser:
+    """`basedie simulate`'s own option parser, raising UsageError instead of exiting: `basedie sweep` parses
+    every point with it, so any option `simulate` gains can be swept."""
+    parser = _add_simulate(argparse.ArgumentParser(prog="basedie").add_subparsers())
+
+    def error(message: str):
+        raise UsageError(message)
+
+    parser.error = error
+    return parser
+
+
+def simulation(args, table=None):
+    """(SimulationConfig, Result) of parsed `simulate` options: the one path of `basedie simulate` and of every
+    `basedie sweep` point. `table`: the verified figures (default: loaded and checked on every call)."""
+    from sysmodel.simulate import simulate
+
+    config = _simulation_config(args)
+    return config, simulate(config, table)
 
 
 def _simulation_config(args):

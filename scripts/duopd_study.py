@@ -1,11 +1,14 @@
 """Regenerate the DuoPD paper's studies (§4.3 Fig. 9, §6.2–6.7 Figs. 11, 12, 14, 15, 16) with `sysmodel`, and
 put our figure next to the paper's for every headline claim.
 
-    python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...]
+    python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
+                                  [--workers N]
 
 Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
 metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the
 simulation behind ours). Nothing here is fitted to the paper: the model lives in `sysmodel/`, this only sweeps.
+Each figure's grid runs through `basedie sweep`'s engine: on a LocalCluster (one worker per core), the Dask cluster
+at --scheduler, or in this process with --workers 0.
 """
 import argparse
 import csv
@@ -13,16 +16,15 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from itertools import product
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no GUI backend involved
 
-from sysmodel.errors import ConfigError
+from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
-from sysmodel.simulate import Result, SimulationConfig, simulate
+from sysmodel.simulate import Result, SimulationConfig
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
@@ -103,13 +105,24 @@ class Claim:
         return self.ours / self.paper if self.kind == "ratio" else self.ours - self.paper
 
 
-@cache
+RUNS: dict[SimulationConfig, Run] = {}    # every simulation once (figures share some runs)
+CLIENT = []                               # the Dask client main() runs the grids on (none: this process)
+
+
+def prefetch(configs: Iterable[SimulationConfig]) -> None:
+    """Simulate the configurations not yet run, in batches on the cluster (a figure's whole grid at once)."""
+    todo = list(dict.fromkeys(c for c in configs if c not in RUNS))
+
+    def done(batch: list, results: list) -> None:
+        RUNS.update((config, Run(config, *outcome)) for config, outcome in zip(batch, results))
+
+    compute(simulate_configs, todo, CLIENT[0] if CLIENT else None, done, progress=False)
+
+
 def run(config: SimulationConfig) -> Run:
-    """Simulate once per configuration (figures share some runs)."""
-    try:
-        return Run(config, simulate(config))
-    except ConfigError as error:
-        return Run(config, None, str(error))
+    """The run of `config`, or why it is impossible (`ConfigError`)."""
+    prefetch([config])
+    return RUNS[config]
 
 
 def metric(run: Run, *path: str) -> float:
@@ -159,11 +172,14 @@ def poisson(qps: float, requests: int) -> PoissonArrivals:
     return PoissonArrivals(qps, requests, LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED)
 
 
+def estimate_config(model: str) -> SimulationConfig:
+    return SimulationConfig("duopd", model, FixedBatch(16, LATENCY_INPUT, LATENCY_OUTPUT), max_batch=16)
+
+
 def qps_estimate(model: str) -> float:
     """A first estimate of capacity (QPS grids are multiples of it): DuoPD's throughput on one batch of 16
     latency-study requests."""
-    estimate = run(SimulationConfig("duopd", model, FixedBatch(16, LATENCY_INPUT, LATENCY_OUTPUT), max_batch=16))
-    return metric(estimate, "throughput", "requests_per_s")
+    return metric(run(estimate_config(model)), "throughput", "requests_per_s")
 
 
 def decode_batches(result: Result) -> dict[float, int]:
@@ -200,6 +216,9 @@ def latency_sweep(figure: str, models: Sequence[str], systems: Sequence[str], mu
     """Poisson runs at `multiples` of each model's QPS estimate; p50 TTFT/TPOT/E2E and each series' knee (the QPS
     at which p50 TTFT reaches `KNEE_FACTOR` x its lowest-QPS value)."""
     rows = []
+    prefetch(estimate_config(model) for model in models)
+    prefetch(SimulationConfig(system, model, poisson(m * qps_estimate(model), requests))
+             for model, system, m in product(models, systems, multiples))
     for model, system in product(models, systems):
         estimate = qps_estimate(model)
         runs = [run(SimulationConfig(system, model, poisson(m * estimate, requests))) for m in multiples]
@@ -237,8 +256,10 @@ def latency_plot(path: Path, rows: Sequence[dict], models: Sequence[str], system
 def fig11(scale: Scale, out: Path) -> list[Claim]:
     """Throughput (requests/s) of every system per model, input, output and batch; normalized to PD 1:1."""
     grid = list(product(MODELS, scale.inputs, scale.outputs, scale.batches))
-    runs = {(m, s, i, o, b): run(SimulationConfig(s, m, FixedBatch(b, i, o), max_batch=b))
-            for (m, i, o, b), s in product(grid, COMPARED)}
+    configs = {(m, s, i, o, b): SimulationConfig(s, m, FixedBatch(b, i, o), max_batch=b)
+               for (m, i, o, b), s in product(grid, COMPARED)}
+    prefetch(configs.values())
+    runs = {k: run(c) for k, c in configs.items()}
     rps = {k: metric(r, "throughput", "requests_per_s") for k, r in runs.items()}
     rows = [row(r, figure="fig11", requests_per_s=rps[k], normalized_to_pd_1_1=rps[k] / rps[(k[0], "pd-1:1", *k[2:])],
                 decode_batch_mean=mean_decode_batch(r)) for k, r in runs.items()]
@@ -334,6 +355,11 @@ def fig12(scale: Scale, out: Path) -> list[Claim]:
 def fig9(scale: Scale, out: Path) -> list[Claim]:
     """MMU policies: p50 TTFT/TPOT per model at a moderate load, and GPT3-175B TBT while the GPU keeps prefilling."""
     rows = []
+    prefetch(estimate_config(model) for model in MODELS)
+    prefetch([SimulationConfig("duopd", model, poisson(FIG9_LOAD * qps_estimate(model), scale.requests), mmu_policy=p)
+              for model, p in product(MODELS, POLICIES)]
+             + [SimulationConfig("duopd", "GPT3-175B", w, mmu_policy=p, max_batch=TBT_BATCH)
+                for w, p in product((FIG9_TBT, FIG9_TBT_BATCH16), POLICIES)])
     for model in MODELS:
         qps = FIG9_LOAD * qps_estimate(model)
         runs = {p: run(SimulationConfig("duopd", model, poisson(qps, scale.requests), mmu_policy=p)) for p in POLICIES}
@@ -436,6 +462,7 @@ def fig15(scale: Scale, out: Path) -> list[Claim]:
     each against its own peak (DuoPD: 8 GPUs' FLOP/s and all 64 stacks' bandwidth, GPU and PNM bytes together;
     a PD instance: its 4 GPUs and their 32 stacks), over the run's makespan."""
     rows, util = [], {}
+    prefetch(SimulationConfig(s, m, FIG15_WORKLOAD, max_batch=16) for m, s in product(MODELS, ("duopd", "pd-1:1")))
     for model in MODELS:
         duopd = run(SimulationConfig("duopd", model, FIG15_WORKLOAD, max_batch=16))
         pd = run(SimulationConfig("pd-1:1", model, FIG15_WORKLOAD, max_batch=16))
@@ -489,8 +516,10 @@ def fig15(scale: Scale, out: Path) -> list[Claim]:
 def fig16(scale: Scale, out: Path) -> list[Claim]:
     """GPT3-175B energy, DuoPD vs PD 1:1, split into prefill (servers named "prefill…") and decode (the rest: the
     decode server and, for PD, the NVLink KV transfer the paper counts against decoding, §6.7)."""
-    runs = {(o, s): run(SimulationConfig(s, "GPT3-175B", FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16))
-            for o, s in product(FIG16_OUTPUTS, ("pd-1:1", "duopd"))}
+    configs = {(o, s): SimulationConfig(s, "GPT3-175B", FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16)
+               for o, s in product(FIG16_OUTPUTS, ("pd-1:1", "duopd"))}
+    prefetch(configs.values())
+    runs = {k: run(c) for k, c in configs.items()}
     energy = {}
     for key, r in runs.items():
         parts = r.summary.get("energy_j", {}).get("by_server", {})
@@ -572,6 +601,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {','.join(FIGURES)}")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="run on this Dask cluster")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="LocalCluster workers (default: one per core; 0: no Dask, this process only)")
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
@@ -581,7 +613,12 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     scale = QUICK if args.quick else FULL
-    claims = [claim for name in chosen for claim in FIGURES[name](scale, args.out)]
+    with Cluster(args.scheduler, args.workers) as client:
+        CLIENT[:] = [client] if client else []
+        try:
+            claims = [claim for name in chosen for claim in FIGURES[name](scale, args.out)]
+        finally:
+            CLIENT.clear()
     print(write_headline(args.out, claims, args.quick))
     print(f"wall time {time.perf_counter() - start:.1f} s; results in {args.out}")
 

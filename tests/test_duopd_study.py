@@ -33,7 +33,7 @@ def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("duopd")
     printed = io.StringIO()
     with redirect_stdout(printed):
-        script.main(["--quick", "--out", str(out)])
+        script.main(["--quick", "--workers", "0", "--out", str(out)])
     return script, out, printed.getvalue()
 
 
@@ -102,7 +102,7 @@ def test_fig15_decode_instance_computes_less_than_prefill_instance(study) -> Non
 def test_impossible_configurations_are_recorded_not_dropped(tmp_path, monkeypatch, capsys) -> None:
     script = load_script()
     monkeypatch.setattr(script, "FIG16_INPUT", 10**6)   # a million-token GPT3-175B KV cache fits nowhere
-    script.main(["--only", "fig16", "--out", str(tmp_path)])
+    script.main(["--only", "fig16", "--workers", "0", "--out", str(tmp_path)])
     rows = read(tmp_path / "fig16.csv")
     assert len(rows) == 2 * len(script.FIG16_OUTPUTS)
     assert all(r["status"].startswith("impossible:") and "KV cache" in r["status"] for r in rows)

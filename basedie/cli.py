@@ -204,6 +204,8 @@ def _simulation_config(args):
             raise UsageError(f"--{flag.replace('_', '-')} must be a finite number, got {value}")
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.batch < 1:
+        raise UsageError(f"--batch: max batch must be >= 1, got {args.batch}")
     # Flags that would have no effect are refused: the written configuration must describe what ran. (An
     # unknown system is left to `simulate`, whose message lists the known ones.)
     if args.qps is None and args.length_cv is not None:

@@ -168,6 +168,7 @@ def format_summary(result: Result) -> str:
         ("TPOT p50 / p99", _pair(s["tpot_s"])),
         ("TBT p50 / p99", _pair(s["tbt_s"])),
         ("E2E p50 / p99", _pair(s["e2e_s"])),
+        ("decode wait p50 / p99", _pair(s["decode_queue_s"])),
         ("GPU compute util", f"{s['utilization']['gpu_compute']:.1%}"),
         ("HBM bandwidth util", f"{s['utilization']['hbm_bandwidth']:.1%}"),
         ("energy", f"{s['energy_j']['per_request']:.1f} J/request, "

@@ -131,6 +131,7 @@ class Server:
         self._block: list[np.ndarray | list[float]] = []   # Cost fields, one value per iteration
         self._ends: np.ndarray = np.zeros(0)
         self._start = 0.0
+        self._priced: tuple[int, float, float] | None = None   # (iteration, time of its last pricing, work left)
         self._generation = 0
         if memory is not None:
             memory.users[role] = self
@@ -165,6 +166,7 @@ class Server:
         self._scales = _per_iteration(scale, count)
         self._block = [_per_iteration(field, count) for field in cost]
         self._start = self.loop.now
+        self._priced = None
         self._ends = self.loop.now + np.cumsum(self._block[0])
         self.busy = True
         self._schedule(count)
@@ -183,12 +185,12 @@ class Server:
             self._schedule(len(self._ends))
 
     def reprice(self) -> None:
-        """A co-runner started or stopped: finish the iteration in progress at the new share (the fraction of
-        it already done is kept), then end the block there."""
+        """A co-runner started or stopped: finish the iteration in progress at the new share, then end the block
+        there. Progress is work done, not elapsed time: since its last pricing the iteration ran at one rate,
+        so the work it has left shrank by the fraction of that priced span which has elapsed."""
         if not self.busy:
             return
         now, index = self.loop.now, self._current()
-        begin = self._ends[index - 1] if index else self._start
         end = self._ends[index]
         if end <= now:      # it ends right now: only the rest of the block changes
             self.interrupt()
@@ -199,11 +201,17 @@ class Server:
                 self._scales[index]:
             self.interrupt()      # the same share: the iteration in progress keeps its time
             return
-        done = (now - begin) / (end - begin) if np.isfinite(end) else 0.0
-        cost, _ = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        if self._priced is not None and self._priced[0] == index:
+            since, left = self._priced[1:]
+        else:
+            since, left = (self._ends[index - 1] if index else self._start), 1.0
+        left *= (end - now) / (end - since) if np.isfinite(end) else 1.0
+        cost, scale = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        self._priced = (index, now, left)
+        self._scales[index] = scale
         self._ends = self._ends[:index + 1]
-        self._ends[index] = now + (1.0 - done) * cost.seconds
-        self._block[0][index] = self._ends[index] - begin
+        self._ends[index] = now + left * cost.seconds
+        self._block[0][index] = self._ends[index] - (self._ends[index - 1] if index else self._start)
         self._schedule(index + 1)
 
     def _finish(self, generation: int, steps: int) -> None:
@@ -278,6 +286,7 @@ class DecodeServer(Server):
             self._admitted.pop(request.id, lambda: None)()
             self._retire(request)
             return
+        request.decode_ready = self.loop.now
         self.waiting.append(request)
         self.wake()
 
@@ -305,6 +314,7 @@ class DecodeServer(Server):
         while self.waiting and len(self.running) < self.max_batch and (self.kv_reserved or
                                                                        self.kv.reserve(self.waiting[0])):
             request = self.waiting.popleft()
+            request.decode_start = self.loop.now
             self.running.append(request)
             self.context += request.context + 1
             self._admitted.pop(request.id, lambda: None)()
@@ -387,6 +397,7 @@ class MixedServer(DecodeServer):
                     self.kv.release(request)
                     self.finished(request)
                 else:
+                    request.decode_ready = request.decode_start = now
                     self.running.append(request)
                     self.context += request.context + 1
         self.chunks = []

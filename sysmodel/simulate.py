@@ -1,4 +1,9 @@
-"""One simulation: resolve the configuration, build the system, run the requests, collect the metrics."""
+"""One simulation: resolve the configuration, build the system, run the requests, collect the metrics.
+
+Time runs from the first arrival (a trace stamped in epoch seconds would otherwise lose the resolution of a
+token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite is an error, not a row of
+nulls."""
+import math
 from dataclasses import asdict, dataclass, field
 
 from . import verified
@@ -50,15 +55,17 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
                       config.max_batch, config.chunk_tokens)
     loop = EventLoop()
     system = build(config.system, setting, loop)
-    requests = config.workload.generate()
+    requests = _from_first_arrival(config.workload.generate())
     for request in requests:
         loop.at(request.arrival, lambda request=request: system.submit(request))
     loop.run()
     unfinished = [r.id for r in requests if not r.done]
     if unfinished:  # a scheduling dead end is a bug, never a silent partial result
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
+    _require_finite_times(requests)
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
                         hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
+    _require_finite_summary(summary)
     resolved = {
         "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
@@ -68,6 +75,46 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},
     }
     return Result(resolved, requests, summary, [request_row(r) for r in requests])
+
+
+# Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).
+MAX_SPAN_S = 1e7
+
+
+def _from_first_arrival(requests: list[Request]) -> list[Request]:
+    """The requests with arrival times counted from the first one."""
+    origin = min(r.arrival for r in requests)
+    span = max(r.arrival for r in requests) - origin
+    require(math.isfinite(origin) and span <= MAX_SPAN_S,
+            f"arrivals span {span:.3g} s; at most {MAX_SPAN_S:.0e} s (116 days) keeps nanosecond time resolution")
+    if origin:
+        for request in requests:
+            request.arrival -= origin
+    return requests
+
+
+def _require_finite_times(requests: list[Request]) -> None:
+    """Every request must finish at a finite time: a zero rate or an overflow is refused, not reported."""
+    for r in requests:
+        require(math.isfinite(r.first_token) and math.isfinite(r.finish),
+                f"request {r.id} got no finite completion time: some rate in the hardware or model is effectively "
+                f"zero or a cost overflowed")
+
+
+def _require_finite_summary(summary: dict) -> None:
+    """No aggregate may be infinite, and the ones every run defines must be numbers."""
+    def walk(value, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, float) and math.isinf(value):
+            raise ConfigError(f"the result {path} is {value}: some rate in the hardware or model is effectively zero")
+    walk(summary, "")
+    for key in ("makespan_s", "throughput", "ttft_s", "e2e_s", "energy_j"):
+        value = summary[key]
+        values = value.values() if isinstance(value, dict) else [value]
+        require(all(not isinstance(v, float) or math.isfinite(v) for v in values),
+                f"the result {key} is not a finite number")
 
 
 def _plain(value):

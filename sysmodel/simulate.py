@@ -1,7 +1,7 @@
 """One simulation: resolve the configuration, build the system, run the requests, collect the metrics.
 
-Time runs from the first arrival (a trace stamped in epoch seconds would otherwise lose the resolution of a
-token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite is an error, not a row of
+Arrivals later than 1e7 s are counted from the first one (a trace stamped in epoch seconds would otherwise
+lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite is an error, not a row of
 nulls."""
 import math
 from dataclasses import asdict, dataclass, field
@@ -82,12 +82,12 @@ MAX_SPAN_S = 1e7
 
 
 def _from_first_arrival(requests: list[Request]) -> list[Request]:
-    """The requests with arrival times counted from the first one."""
+    """The requests, with arrival times counted from the first one when they start beyond `MAX_SPAN_S`."""
     origin = min(r.arrival for r in requests)
     span = max(r.arrival for r in requests) - origin
     require(math.isfinite(origin) and span <= MAX_SPAN_S,
             f"arrivals span {span:.3g} s; at most {MAX_SPAN_S:.0e} s (116 days) keeps nanosecond time resolution")
-    if origin:
+    if origin > MAX_SPAN_S:
         for request in requests:
             request.arrival -= origin
     return requests

@@ -13,6 +13,7 @@ from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
+from .presets import PRESETS
 from .systems import SYSTEMS, Setting, build
 from .workload import FixedBatch, PoissonArrivals
 
@@ -37,11 +38,13 @@ class Result:
 
 
 def resolve_hardware(spec: str | Hardware) -> Hardware:
+    """A `Hardware`, or a preset name (any case): the paper's machine or a real system (`presets.PRESETS`)."""
     if isinstance(spec, Hardware):
         return spec
-    if spec not in HARDWARE_PRESETS:
-        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(HARDWARE_PRESETS)}")
-    return HARDWARE_PRESETS[spec]
+    known = HARDWARE_PRESETS | PRESETS
+    if spec.lower() not in known:
+        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(known)}")
+    return known[spec.lower()]
 
 
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:

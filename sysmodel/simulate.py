@@ -27,6 +27,7 @@ class SimulationConfig:
     mmu_policy: str = "prefill-first"
     max_batch: int = 16
     chunk_tokens: int | None = None
+    perf_model: str = "roofline"
 
 
 @dataclass
@@ -55,7 +56,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens)
+                      config.max_batch, config.chunk_tokens, config.perf_model)
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = _from_first_arrival(config.workload.generate())
@@ -72,7 +73,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     resolved = {
         "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
-        "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch,
+        "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
         "chunk_tokens": setting.chunk if config.system == "chunked" else None,
         "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},

@@ -18,6 +18,7 @@ from .execution import GPUExecution, LaneFigures, PNMExecution
 from .hardware import Hardware
 from .llm import LLM
 from .operators import Shard
+from .perf import PerfModel, perf_model
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from .verified import VerifiedBlocks
 
@@ -68,10 +69,15 @@ class Setting:
     mmu_policy: str = "prefill-first"
     max_batch: int = 16
     chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
+    perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
         require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
+
+    @property
+    def perf(self) -> PerfModel:
+        return perf_model(self.perf_model, self.hardware.gpu)
 
     @property
     def chunk(self) -> int:
@@ -130,7 +136,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
-    gpu = GPUExecution(hw, shard)
+    gpu = GPUExecution(hw, shard, perf=setting.perf)
     pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
@@ -150,7 +156,8 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
     share = spec.prefill_fraction
-    prefill, decode = GPUExecution(hw, shard, share), GPUExecution(hw, shard, 1 - share)
+    perf = setting.perf
+    prefill, decode = GPUExecution(hw, shard, share, perf), GPUExecution(hw, shard, 1 - share, perf)
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default
@@ -166,7 +173,7 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
 def _chunked(spec: Chunked, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
-    gpu = GPUExecution(hw, shard)
+    gpu = GPUExecution(hw, shard, perf=setting.perf)
     account = built.account("chunked prefill", "gpu", hw.gpus * hw.gpu.flops, hw.gpus * hw.gpu.memory.bandwidth,
                             hw.gpus * hw.gpu.power_w, hw.gpu.stack.energy_per_byte)
     server = MixedServer(built.loop, "mixed", gpu.cost, account,
@@ -184,7 +191,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decoders = []
     for index in range(spec.decode_instances):
         decoders.append(DecodeServer(
-            loop, f"decode{index}", GPUExecution(hw, decode_shard).cost,
+            loop, f"decode{index}", GPUExecution(hw, decode_shard, perf=setting.perf).cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
                           spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * hw.gpu.power_w, e_hbm),
             kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
@@ -214,7 +221,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
         server = PrefillServer(
-            loop, f"prefill{index}", GPUExecution(hw, prefill_shard).cost,
+            loop, f"prefill{index}", GPUExecution(hw, prefill_shard, perf=setting.perf).cost,
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * hw.gpu.power_w, e_hbm),
             kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)

@@ -347,13 +347,17 @@ class DecodeServer(Server):
 
 
 class MixedServer(DecodeServer):
-    """Chunked prefill (Sarathi-style) on one instance: an iteration runs one token for every decoding
-    request plus up to `chunk_tokens` prompt tokens, first come first served; with no prompt waiting it
-    decodes like a `DecodeServer`."""
+    """Prefill and decode on one instance: an iteration runs one token for every decoding request plus up to
+    `chunk_tokens` prompt tokens, first come first served (Sarathi-style chunked prefill); with no prompt
+    waiting it decodes like a `DecodeServer`. `whole_prompts`: prompts are never split (a prompt longer than
+    the budget runs alone); `mixed=False`: an iteration with prompts decodes nothing (vLLM's default
+    scheduler: prefill first, no mixed batches). Orca is whole prompts, mixed."""
 
-    def __init__(self, *args, chunk_tokens: int, **kwargs) -> None:
+    def __init__(self, *args, chunk_tokens: int, whole_prompts: bool = False, mixed: bool = True,
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.chunk_tokens = chunk_tokens
+        self.chunk_tokens, self.whole_prompts, self.mixed = chunk_tokens, whole_prompts, mixed
+        self._decoding = True
         self.queue: deque[Request] = deque()
         self.prefilling: list[Request] = []
         self.chunks: list[tuple[Request, int]] = []
@@ -371,22 +375,26 @@ class MixedServer(DecodeServer):
             self.prefilling.append(request)
         budget, self.chunks = self.chunk_tokens, []
         for request in self.prefilling:
-            if budget == 0:
+            left = request.input_len - request.prefilled
+            if budget == 0 or (self.whole_prompts and left > budget and self.chunks):
                 break
-            tokens = min(budget, request.input_len - request.prefilled)
+            tokens = left if self.whole_prompts else min(budget, left)
             self.chunks.append((request, tokens))
-            budget -= tokens
+            budget = max(budget - tokens, 0)
+        self._decoding = not self.chunks or self.mixed
         if not self.chunks:
             super().step()
             return
-        work = decode_work(len(self.running), self.context) if self.running else Work(0, 0, 0, 0)
+        decoding = self.running and self._decoding
+        work = decode_work(len(self.running), self.context) if decoding else Work(0, 0, 0, 0)
         for request, tokens in self.chunks:
             part = prefill_work(tokens, request.prefilled, request.prefilled + tokens == request.input_len)
             work = Work(*(a + b for a, b in zip(work, part)))
         self.start(work)
 
     def completed(self, ends: np.ndarray) -> None:
-        self._emit_tokens(ends)
+        if self._decoding:
+            self._emit_tokens(ends)
         now = self.loop.now
         for request, tokens in self.chunks:
             request.prefilled += tokens

@@ -8,13 +8,14 @@ from dataclasses import asdict, dataclass, field
 
 from . import verified
 from .arbitration import POLICIES
+from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
 from .presets import PRESETS
-from .systems import SYSTEMS, Setting, build
+from .systems import Setting
 from .workload import FixedBatch, PoissonArrivals
 
 
@@ -50,7 +51,7 @@ def resolve_hardware(spec: str | Hardware) -> Hardware:
 
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
     """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
-    require(config.system in SYSTEMS, f"unknown system {config.system!r}; choose one of {', '.join(SYSTEMS)}")
+    spec = parse(config.system)
     require(config.mmu_policy in POLICIES,
             f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
@@ -71,11 +72,11 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
                         hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
     _require_finite_summary(summary)
     resolved = {
-        "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
+        "system": config.system, "system_spec": repr(spec), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
         "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
-        "chunk_tokens": setting.chunk if config.system == "chunked" else None,
+        "chunk_tokens": setting.chunk if config.system == "chunked" or isinstance(spec, Colocated) else None,
         "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},
     }
     return Result(resolved, requests, summary, [request_row(r) for r in requests])

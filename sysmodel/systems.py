@@ -110,11 +110,13 @@ class ServingSystem:
         return accounting
 
 
-def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
-    if system not in SYSTEMS:
-        raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingSystem:
+    """The system named `system`: one of `SYSTEMS`, or any `spec` of their kinds under that name."""
+    if spec is None:
+        if system not in SYSTEMS:
+            raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+        spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
-    spec = SYSTEMS[system]
     builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition}
     builders[type(spec)](spec, setting, built)
     return built

@@ -2,7 +2,7 @@
 
 Columns (first match wins, case-insensitive): the arrival time in seconds (`arrival_s`, `arrival`,
 `arrival_time`, `arrived_at`, `timestamp`; or an ISO date-time such as splitwise-sim's Azure traces'
-`TIMESTAMP`), the prompt tokens (`input_len`, `prompt_tokens`, `prompt_len`, `num_prefill_tokens`,
+`TIMESTAMP`, UTC unless it names a zone), the prompt tokens (`input_len`, `prompt_tokens`, `prompt_len`, `num_prefill_tokens`,
 `ContextTokens`) and the output tokens (`output_len`, `output_tokens`, `num_decode_tokens`,
 `GeneratedTokens`). A file without an arrival column replays every request at t = 0. Rows are replayed in
 arrival order; ids are the row numbers. Every bad cell is a `ConfigError` naming the file, row and column.
@@ -11,7 +11,7 @@ import csv
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .engine import Request
@@ -78,7 +78,8 @@ def _seconds(value, where: str) -> float:
             value = float(value)
         except ValueError:
             try:
-                return datetime.fromisoformat(value.strip()).timestamp()
+                moment = datetime.fromisoformat(value.strip())
+                return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
             except ValueError:
                 raise ConfigError(f"{where}: {value!r} is neither seconds nor an ISO date-time") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:

@@ -12,7 +12,7 @@ import csv
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import product
 from pathlib import Path
@@ -22,6 +22,7 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 
 from sysmodel.errors import ConfigError
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
+from sysmodel.perf import PERF_MODELS
 from sysmodel.simulate import Result, SimulationConfig, simulate
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
@@ -103,9 +104,14 @@ class Claim:
         return self.ours / self.paper if self.kind == "ratio" else self.ours - self.paper
 
 
+# How a GPU operator is priced in every run (`--perf-model`; `sysmodel.perf`).
+PERF_MODEL = "roofline"
+
+
 @cache
 def run(config: SimulationConfig) -> Run:
-    """Simulate once per configuration (figures share some runs)."""
+    """Simulate once per configuration (figures share some runs), under `PERF_MODEL`."""
+    config = replace(config, perf_model=PERF_MODEL)
     try:
         return Run(config, simulate(config))
     except ConfigError as error:
@@ -572,7 +578,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {','.join(FIGURES)}")
+    parser.add_argument("--perf-model", default="roofline", choices=PERF_MODELS,
+                        help="GPU performance model of every run (roofline-efficiency: the H100's measured "
+                             "efficiencies on the paper's GPU)")
     args = parser.parse_args(argv)
+    global PERF_MODEL
+    PERF_MODEL = args.perf_model
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
     if unknown or not chosen:

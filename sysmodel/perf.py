@@ -214,7 +214,8 @@ class Profiled:
     def op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
         if op.kind == "attention":
             p = self.profile
-            seconds = _larger(op.flops / (flop_rate * p.best_flop_efficiency), op.bytes / (byte_rate * p.best_byte_efficiency))
+            seconds = _larger(op.flops / (flop_rate * p.best_flop_efficiency),
+                              op.bytes / (byte_rate * p.best_byte_efficiency))
             return _larger(seconds, p.floor_s)
         if op.kind == "vector":
             seconds = op.bytes / byte_rate

@@ -1,8 +1,8 @@
 """One simulation: resolve the configuration, build the system, run the requests, collect the metrics.
 
 Arrivals later than 1e7 s are counted from the first one (a trace stamped in epoch seconds would otherwise
-lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite is an error, not a row of
-nulls."""
+lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite
+is an error, not a row of nulls."""
 import math
 from dataclasses import asdict, dataclass, field
 

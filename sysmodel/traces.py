@@ -2,8 +2,8 @@
 
 Columns (first match wins, case-insensitive): the arrival time in seconds (`arrival_s`, `arrival`,
 `arrival_time`, `arrived_at`, `timestamp`; or an ISO date-time such as splitwise-sim's Azure traces'
-`TIMESTAMP`, UTC unless it names a zone), the prompt tokens (`input_len`, `prompt_tokens`, `prompt_len`, `num_prefill_tokens`,
-`ContextTokens`) and the output tokens (`output_len`, `output_tokens`, `num_decode_tokens`,
+`TIMESTAMP`, UTC unless it names a zone), the prompt tokens (`input_len`, `prompt_tokens`, `prompt_len`,
+`num_prefill_tokens`, `ContextTokens`) and the output tokens (`output_len`, `output_tokens`, `num_decode_tokens`,
 `GeneratedTokens`). A file without an arrival column replays every request at t = 0. Rows are replayed in
 arrival order; ids are the row numbers. Every bad cell is a `ConfigError` naming the file, row and column.
 """

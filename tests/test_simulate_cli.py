@@ -128,7 +128,8 @@ def test_printed_summary_is_one_table_in_human_units_then_the_folder(tmp_path, c
     assert lines[-1] == f"output folder: {out}"
     table = dict(line.split("  ", 1) for line in lines[:-1])
     assert set(table) == {"system", "model", "hardware", "requests", "makespan", "throughput", "TTFT p50 / p99",
-                          "TPOT p50 / p99", "TBT p50 / p99", "E2E p50 / p99", "decode wait p50 / p99", "GPU compute util",
+                          "TPOT p50 / p99", "TBT p50 / p99", "E2E p50 / p99", "decode wait p50 / p99",
+                          "GPU compute util",
                           "HBM bandwidth util", "energy"}
     ttft = summary["ttft_s"]  # well below a second here, so in ms
     assert table["TTFT p50 / p99"].strip() == f"{ttft['p50'] * 1e3:.3f} ms / {ttft['p99'] * 1e3:.3f} ms"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from sysmodel.errors import ConfigError
-from sysmodel.llm import LLAMA2_70B, LLM, MODEL_PRESETS, QWEN3_235B_A22B, from_config, resolve_model
+from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B, from_config, resolve_model
 
 # Abridged from huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json.
 LLAMA2_70B_CONFIG = {

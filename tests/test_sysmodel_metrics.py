@@ -29,7 +29,8 @@ def made(id: int, arrival: float, input_len: int, prefill_start: float, tokens: 
 
 @pytest.fixture
 def requests() -> list[Request]:
-    return [made(0, 0.0, 100, 0.5, [1.0, 1.2, 1.5, 1.9], (1.0, 1.1)), made(1, 0.4, 50, 1.0, [1.5, 2.0, 2.6], (1.5, 1.5))]
+    return [made(0, 0.0, 100, 0.5, [1.0, 1.2, 1.5, 1.9], (1.0, 1.1)),
+            made(1, 0.4, 50, 1.0, [1.5, 2.0, 2.6], (1.5, 1.5))]
 
 
 @pytest.fixture

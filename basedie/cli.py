@@ -238,11 +238,14 @@ def _folder_name(args, config) -> str:
     runs that differ only in them do not overwrite each other)."""
     system = args.system + (f"_{args.mmu_policy}" if args.mmu_policy else "") + (
         f"_chunk{args.chunk_tokens}" if args.chunk_tokens else "") + (
-        "".join(f"_{item}" for item in args.hw))
+        "".join(f"_{item}" for item in args.hw)) + (
+        f"_{args.hardware}" if args.hardware != "paper" else "") + (
+        f"_{args.perf_model}" if args.perf_model != "roofline" else "")
     w = config.workload
     if args.trace is not None:
-        return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}-{config.model.name.lower()}-trace-"
-                                                  f"{Path(args.trace).stem}-b{config.max_batch}")
+        return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
+                                                  f"{config.model.name.lower()}-trace-{Path(args.trace).stem}"
+                                                  f"-b{config.max_batch}")
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"
     workload = (f"fixed-{lengths}" if args.qps is None
                 else f"qps{w.qps:g}-{lengths}-cv{0.1 if args.length_cv is None else args.length_cv:g}-seed{w.seed}"

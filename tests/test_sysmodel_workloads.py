@@ -136,3 +136,13 @@ def test_bad_fidelity_options_are_one_line_errors(tmp_path, monkeypatch, capsys,
     assert (code, stdout) == (2, "") and err.count("\n") == 1
     assert message in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_default_folders_of_runs_that_differ_in_hardware_or_performance_model_differ(tmp_path, monkeypatch,
+                                                                                     capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = ["simulate", "--system", "chunked", "--model", "llama2-70b", "--input-len", "512", "--output-len", "4",
+            "--requests", "2", "--no-plots"]
+    for extra in ([], ["--hardware", "h100-sxm5-80gb"], ["--hardware", "h100-sxm5-80gb", "--perf-model", "measured"]):
+        assert run([*base, *extra], capsys)[0] == 0
+    assert len(list((tmp_path / "build" / "simulate").iterdir())) == 3

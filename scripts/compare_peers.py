@@ -9,8 +9,18 @@ and splitwise-sim's measured iteration database (`data/perf_model.csv`: `prompt_
 `token_time` per output token, in ms), prices the same iterations with each `--perf-model`, and prints
 ours / theirs per point. Nothing from either file is used by sysmodel.
 
-The end-to-end comparison (p50/p90 TTFT and TPOT of whole workloads replayed through both peers) needs their
-simulators installed and run; see docs/fidelity.md for the state of that.
+End to end against DistServe's simulator (three workloads this script writes; OPT-13B, one TP1 prefill and one
+TP1 decode instance on A100-80GB):
+
+    python scripts/compare_peers.py --write-workloads DIR
+    # in a DistServe checkout, with simpy and pandas installed, for W in chat longprompt highload:
+    python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N 300 \
+        --arrival custom --workload DIR/W.json --tp-prefill 1 --tp-decode 1 --output-request-latency DIR/W.distserve.csv
+    python scripts/compare_peers.py --end-to-end DIR
+
+replays `DIR/W.jsonl` through `basedie`'s `pd:1x1+1x1` on `a100-sxm4-80gb` under each `--perf-model` and prints
+p50/p90 TTFT and TPOT beside DistServe's, with TPOT as DistServe defines it: (last token − first token) /
+output tokens.
 """
 import argparse
 import csv
@@ -81,12 +91,64 @@ def splitwise_points(root: Path):
                decode_work(batch, batch * context))
 
 
+# name → (requests, Poisson rate per s, mean prompt tokens, mean output tokens); lognormal lengths with cv 0.3.
+WORKLOADS = {"chat": (300, 2.0, 256, 128), "longprompt": (200, 0.5, 2048, 64), "highload": (300, 6.0, 256, 128)}
+
+
+def write_workloads(folder: Path) -> None:
+    """Each workload as DistServe's custom JSON (start_time in s) and as a basedie JSON-lines trace."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for seed, (name, (count, rate, prompt, output)) in enumerate(WORKLOADS.items()):
+        rng = np.random.default_rng(seed)
+        arrivals = np.cumsum(rng.exponential(1 / rate, count))
+        lengths = [np.clip(np.rint(rng.lognormal(np.log(mean) - np.log1p(0.09) / 2, np.sqrt(np.log1p(0.09)), count)),
+                           low, high).astype(int) for mean, low, high in ((prompt, 8, 4000), (output, 2, 1000))]
+        rows = [{"start_time": float(t), "prompt_len": int(p), "output_len": int(o)}
+                for t, p, o in zip(arrivals, *lengths)]
+        (folder / f"{name}.json").write_text(json.dumps(rows))
+        (folder / f"{name}.jsonl").write_text("".join(
+            json.dumps({"arrival_s": r["start_time"], "prompt_tokens": r["prompt_len"],
+                        "output_tokens": r["output_len"]}) + "\n" for r in rows))
+
+
+def end_to_end(folder: Path) -> None:
+    from sysmodel.simulate import SimulationConfig, simulate
+    from sysmodel.traces import Trace
+
+    print(f"{'workload':11s} {'model':20s} " + " ".join(f"{m:>19s}" for m in
+                                                       ("TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90")))
+    for name in WORKLOADS:
+        with open(folder / f"{name}.distserve.csv", newline="") as stream:
+            theirs = list(csv.DictReader(stream))
+        their = {"ttft": np.array([float(r["first_token_latency"]) for r in theirs]) / 1e3,
+                 "tpot": np.array([float(r["tpot"]) for r in theirs]) / 1e3}
+        for model in PERF_MODELS:
+            result = simulate(SimulationConfig("pd:1x1+1x1", "OPT-13B", Trace(str(folder / f"{name}.jsonl")),
+                                               hardware="a100-sxm4-80gb", max_batch=512, perf_model=model))
+            ours = {"ttft": np.array([r["ttft_s"] for r in result.rows]),
+                    "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows])}
+            cells = [f"{np.percentile(ours[k], q) * 1e3:6.1f}/{np.percentile(their[k], q) * 1e3:6.1f}"
+                     f"={np.percentile(ours[k], q) / np.percentile(their[k], q):4.2f}"
+                     for k in ("ttft", "tpot") for q in (50, 90)]
+            print(f"{name:11s} {model:20s} " + " ".join(cells))
+    print("cells: ours ms / DistServe ms = ratio")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distserve", type=Path, help="a DistServe checkout")
     parser.add_argument("--splitwise", type=Path, help="a splitwise-sim checkout")
     parser.add_argument("--csv", type=Path, help="write every iteration's row here")
+    parser.add_argument("--write-workloads", type=Path, metavar="DIR", help="write the end-to-end workloads here")
+    parser.add_argument("--end-to-end", type=Path, metavar="DIR",
+                        help="compare with DistServe's per-request latencies in DIR/<workload>.distserve.csv")
     args = parser.parse_args(argv)
+    if args.write_workloads:
+        write_workloads(args.write_workloads)
+    if args.end_to_end:
+        end_to_end(args.end_to_end)
+    if args.write_workloads or args.end_to_end:
+        return
     if not args.distserve and not args.splitwise:
         parser.error("give --distserve and/or --splitwise")
     points = [*(distserve_points(args.distserve) if args.distserve else []),

@@ -213,8 +213,7 @@ def _simulation_config(args):
         raise UsageError("--length-cv applies to Poisson arrivals; give --qps too")
     if args.mmu_policy is not None and args.system in SYSTEMS and args.system != "duopd":
         raise UsageError(f"--mmu-policy applies to duopd only, not {args.system}")
-    if args.chunk_tokens is not None and args.system in SYSTEMS and args.system != "chunked" and \
-            not args.system.startswith("colocated"):
+    if args.chunk_tokens is not None and args.system in SYSTEMS and args.system != "chunked":
         raise UsageError(f"--chunk-tokens applies to chunked only, not {args.system}")
     workload = _fidelity_workload(args)
     if workload is None and args.qps is None:

@@ -17,7 +17,7 @@ from .arbitration import MMUArbitration
 from .errors import ConfigError, require
 from .hardware import Hardware
 from .llm import BYTES_PER_VALUE
-from .operators import Shard, Work, ring_all_reduce_s
+from .operators import Shard, Work
 from .perf import ROOFLINE, PerfModel
 from .verified import VerifiedBlocks
 
@@ -111,12 +111,13 @@ class PNMExecution:
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
     access latency; each layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel
-    all-reduces over NVLink. Norms and softmax run on the PNM's vector unit, which is not modelled (its
-    operands sit in the PNM buffer)."""
+    all-reduces over NVLink (priced by `perf`, as the GPUs' own). Norms and softmax run on the PNM's vector
+    unit, which is not modelled (its operands sit in the PNM buffer)."""
     hardware: Hardware
     shard: Shard
     lane: LaneFigures
     mmu: MMUArbitration
+    perf: PerfModel = ROOFLINE
 
     @property
     def peak_flops(self) -> float:
@@ -149,7 +150,8 @@ class PNMExecution:
         layer_s, layer_bytes = seconds_of(layer)
         head_s, head_bytes = seconds_of(head)
         reduce_bytes = shard.all_reduce_bytes(work)
-        exchange_s = 2 * pnm.all_reduce_s + ring_all_reduce_s(reduce_bytes, shard.tp, hw.link.bandwidth)
+        exchange_s = 2 * pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
+                                                                         hw.link.bandwidth)
         layers = shard.model.layers
         seconds = layers * (layer_s + exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)

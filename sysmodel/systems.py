@@ -139,7 +139,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     shard = Shard(setting.model, hw.gpus)
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
-    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
+    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu, setting.perf)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

@@ -230,13 +230,23 @@ def plot_timeline(result: Result, path: Path) -> None:
     ids = np.array([r.id for r in shown])
     arrival, start, first, finish = (np.array([getattr(r, name) for r in shown])
                                      for name in ("arrival", "prefill_start", "first_token", "finish"))
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    handles = []
     for left, right, label, colour in ((arrival, start, "queueing", "0.75"), (start, first, "prefill", "tab:orange"),
                                        (first, finish, "decode", "tab:blue")):
-        ax.barh(ids, right - left, left=left, height=0.8, color=colour, label=label)
+        # One collection per phase: hundreds of separate bar patches take most of the plot's time.
+        low, high = ids - 0.4, ids + 0.4
+        boxes = np.stack([np.stack(corner, axis=1) for corner in
+                          ((left, low), (right, low), (right, high), (left, high))], axis=1)
+        ax.add_collection(PolyCollection(boxes, facecolors=colour, edgecolors="none"))
+        handles.append(Patch(color=colour, label=label))
+    ax.autoscale_view()
     ax.set(xlabel="time (s)", ylabel="request id", title=f"Request timeline: {_title(result)}"
            + (f" ({len(shown)} shown)" if len(shown) < len(result.requests) else ""))
     ax.invert_yaxis()
-    figure.legend(loc="outside lower center", ncols=3)
+    figure.legend(handles=handles, loc="outside lower center", ncols=3)
     figure.savefig(path, dpi=100)
 
 

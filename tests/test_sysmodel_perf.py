@@ -85,3 +85,20 @@ def test_profiled_models_are_slower_than_the_roofline_bound(system: str) -> None
     for name in ("measured", "roofline-efficiency"):
         assert runs[name].summary["ttft_s"]["p50"] > bound["ttft_s"]["p50"]
         assert runs[name].summary["tpot_s"]["p50"] > bound["tpot_s"]["p50"]
+
+
+def test_pnm_decoding_pays_the_all_reduce_latency_of_the_performance_model() -> None:
+    # DuoPD's PNM decoding issues two tensor-parallel all-reduces per layer between its 8 GPUs; under
+    # roofline-efficiency each also pays the DGX-H100 NCCL latency measured for 8 GPUs (0.037 ms at 2,048 B);
+    # the lane cycles and the ring bytes are the same under both models.
+    from sysmodel import verified
+    from sysmodel.arbitration import MMUArbitration
+    from sysmodel.execution import LaneFigures, PNMExecution
+
+    table, hw = verified.load(), resolve_hardware("paper")
+    lane = LaneFigures.from_verified(table, hw.pnm.lane_width)
+    mmu = MMUArbitration.from_verified(table, "prefill-first")
+    work = decode_work(16, 16 * 4096)
+    costs = [PNMExecution(hw, SHARD, lane, mmu, perf_model(name, hw.gpu)).cost(work).seconds
+             for name in ("roofline", "roofline-efficiency")]
+    assert costs[1] - costs[0] == pytest.approx(LLAMA2_70B.layers * 2 * 0.037e-3, rel=1e-9)

@@ -112,15 +112,14 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
                                "pnm.lanes=32, gpus=4, link.bandwidth=1.8e12 (repeatable; see sysmodel/hardware.py)")
     simulate.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
                           help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
+    _add_fidelity_options(simulate)
     _add_quantization(simulate)
     simulate.set_defaults(run=_simulate)
     return simulate
 
 
 def _add_quantization(simulate) -> None:
-    """The hardware preset and StreamDQ's options: weight format and where it is dequantized (docs/streamdq.md)."""
-    simulate.add_argument("--hardware", default="paper", metavar="NAME",
-                          help="hardware preset: paper (DuoPD's GB300-class machine, default) or a100-pcie-40gb")
+    """StreamDQ's options: weight format and where it is dequantized (docs/streamdq.md)."""
     simulate.add_argument("--weights", default="fp16", metavar="FORMAT",
                           help="weight format: fp16 (default), w4a16, w8a16 (GPTQ/AWQ integers) or fp8 (E4M3)")
     simulate.add_argument("--group-size", type=int, default=None, metavar="G",
@@ -238,7 +237,7 @@ def _simulate(args) -> int:
         report.check_destination(out)
     except (ConfigError, StaleTableError) as error:
         raise UsageError(str(error)) from None
-    folder = report.write(result, out, args.argv)
+    folder = report.write(result, out, args.argv, plots=not args.no_plots)
     print(report.format_summary(result))
     print(f"output folder: {folder}")
     return 0
@@ -278,6 +277,8 @@ def _simulation_config(args):
             raise UsageError(f"--{flag.replace('_', '-')} must be a finite number, got {value}")
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.batch < 1:
+        raise UsageError(f"--batch: max batch must be >= 1, got {args.batch}")
     # Flags that would have no effect are refused: the written configuration must describe what ran. (An
     # unknown system is left to `simulate`, whose message lists the known ones.)
     if args.qps is None and args.length_cv is not None:
@@ -286,9 +287,10 @@ def _simulation_config(args):
         raise UsageError(f"--mmu-policy applies to duopd only, not {args.system}")
     if args.chunk_tokens is not None and args.system in SYSTEMS and args.system not in ("chunked", "gpu"):
         raise UsageError(f"--chunk-tokens applies to chunked and gpu only, not {args.system}")
-    if args.qps is None:
+    workload = _fidelity_workload(args)
+    if workload is None and args.qps is None:
         workload = FixedBatch(args.batch if args.requests is None else args.requests, args.input_len, args.output_len)
-    else:
+    elif workload is None:
         workload = PoissonArrivals(args.qps, 1000 if args.requests is None else args.requests, args.input_len,
                                    args.output_len, 0.1 if args.length_cv is None else args.length_cv, args.seed)
     overrides = {}
@@ -298,8 +300,9 @@ def _simulation_config(args):
             raise UsageError(f"--hw takes FIELD=VALUE, got {item!r}")
         overrides[field.strip()] = value.strip()
     hardware = with_overrides(resolve_hardware(args.hardware), overrides)
-    return SimulationConfig(args.system, resolve_model(args.model), workload, hardware,
-                            args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args))
+    return SimulationConfig(_fidelity_system(args), resolve_model(args.model), workload, hardware,
+                            args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args),
+                            args.perf_model)
 
 
 def _quantization(args):
@@ -319,14 +322,104 @@ def _folder_name(args, config) -> str:
     system = args.system + (f"_{args.mmu_policy}" if args.mmu_policy else "") + (
         f"_chunk{args.chunk_tokens}" if args.chunk_tokens else "") + (
         "".join(f"_{item}" for item in args.hw)) + (f"_{args.hardware}" if args.hardware != "paper" else "") + (
+        f"_{args.perf_model}" if args.perf_model != "roofline" else "") + (
         "".join(f"_{v}" for v in (args.weights, args.group_size, args.dequant, args.kernel) if v not in (None, "fp16"))
         + (f"_{args.activations}" if args.activations != "fp16" else "")
         + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else ""))
     w = config.workload
+    if args.trace is not None:
+        return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
+                                                  f"{config.model.name.lower()}-trace-{Path(args.trace).stem}"
+                                                  f"-b{config.max_batch}")
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"
     workload = (f"fixed-{lengths}" if args.qps is None
-                else f"qps{w.qps:g}-{lengths}-cv{w.length_cv:g}-seed{w.seed}")
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{system}-{config.model.name.lower()}-{workload}")
+                else f"qps{w.qps:g}-{lengths}-cv{0.1 if args.length_cv is None else args.length_cv:g}-seed{w.seed}"
+                + "".join(f"-{f}{getattr(args, f)}" for f in SYNTHETIC_FLAGS if getattr(args, f) is not None))
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
+                                              f"{config.model.name.lower()}-{workload}")
+
+
+# --- Fidelity options (issue 15): real hardware, performance models, traces, arrivals, deployments, plots. ---
+DEPLOYMENT_FLAGS = {"pd": ("prefill_instances", "prefill_tp", "decode_instances", "decode_tp"),
+                    "colocated": ("instances", "tp", "scheduler", "router")}
+SYNTHETIC_FLAGS = ("arrival_cv", "input_dist", "output_dist", "input_range", "output_range")
+
+
+def _add_fidelity_options(simulate) -> None:
+    simulate.add_argument("--hardware", default="paper", metavar="NAME",
+                          help="hardware preset: paper (= gb300), a100-sxm4-80gb, a100-pcie-40gb, h100-sxm5-80gb, "
+                               "h200, b200 (8 GPUs each; --hw overrides fields on top)")
+    simulate.add_argument("--perf-model", default="roofline", metavar="NAME",
+                          help="roofline (default), measured (profiled A100/H100 kernels) or roofline-efficiency "
+                               "(any GPU, with the nearest profiled GPU's efficiencies); see docs/fidelity.md")
+    simulate.add_argument("--no-plots", action="store_true", help="write the JSON and CSV files only, no PNGs")
+    simulate.add_argument("--trace", default=None, metavar="FILE",
+                          help="replay a CSV/JSONL trace (arrival s, prompt tokens, output tokens per row)")
+    simulate.add_argument("--arrival-cv", type=float, default=None, metavar="X",
+                          help="with --qps: Gamma inter-arrivals with this coefficient of variation (1 = Poisson)")
+    for field in ("input", "output"):
+        simulate.add_argument(f"--{field}-dist", default=None, metavar="KIND",
+                              help=f"with --qps: {field} length distribution: fixed, normal (default), lognormal, "
+                                   f"uniform, exponential (cv from --length-cv)")
+        simulate.add_argument(f"--{field}-range", default=None, metavar="MIN:MAX",
+                              help=f"with --qps: clip {field} lengths to this range")
+    pools = ("prefill-instances", "prefill-tp", "decode-instances", "decode-tp", "instances", "tp")
+    for flag in pools:
+        simulate.add_argument(f"--{flag}", type=int, default=None, metavar="N",
+                              help=f"--system {'pd' if flag.startswith(('prefill', 'decode')) else 'colocated'}: "
+                                   f"{flag.replace('-', ' ')}")
+    simulate.add_argument("--scheduler", default=None, metavar="NAME",
+                          help="--system colocated: sarathi (chunked, default), vllm (prefill first, no mixing), orca")
+    simulate.add_argument("--router", default=None, metavar="NAME",
+                          help="--system colocated: round-robin (default) or least-tokens")
+
+
+def _fidelity_system(args) -> str:
+    """`--system pd` / `colocated` with their pool flags → the deployment's name (`sysmodel.deployments`)."""
+    for system, flags in DEPLOYMENT_FLAGS.items():
+        given = [f for f in flags if getattr(args, f) is not None]
+        if given and args.system != system:
+            raise UsageError(f"--{given[0].replace('_', '-')} applies to --system {system} only")
+    if args.system == "pd":
+        missing = [f for f in DEPLOYMENT_FLAGS["pd"] if getattr(args, f) is None]
+        if missing:
+            raise UsageError(f"--system pd needs --{missing[0].replace('_', '-')}")
+        return "pd:{}x{}+{}x{}".format(*(getattr(args, f) for f in DEPLOYMENT_FLAGS["pd"]))
+    if args.system == "colocated":
+        if args.instances is None or args.tp is None:
+            raise UsageError("--system colocated needs --instances and --tp")
+        return f"colocated:{args.instances}x{args.tp}:{args.scheduler or 'sarathi'}:{args.router or 'round-robin'}"
+    return args.system
+
+
+def _fidelity_workload(args):
+    """A trace, or Gamma arrivals with per-field lengths when any of their flags is given; else None."""
+    from sysmodel.arrivals import GammaArrivals, Lengths
+    from sysmodel.traces import Trace
+
+    synthetic = [f for f in SYNTHETIC_FLAGS if getattr(args, f) is not None]
+    if args.trace is not None:
+        clash = [f for f in ("qps", "requests", "length_cv", *SYNTHETIC_FLAGS) if getattr(args, f) is not None]
+        if clash:
+            raise UsageError(f"--{clash[0].replace('_', '-')} does not apply to --trace (the trace sets it)")
+        return Trace(args.trace)
+    if not synthetic:
+        return None
+    if args.qps is None:
+        raise UsageError(f"--{synthetic[0].replace('_', '-')} applies to generated arrivals; give --qps too")
+    cv = 0.1 if args.length_cv is None else args.length_cv
+    lengths = {}
+    for field in ("input", "output"):
+        low, high = 1, None
+        if getattr(args, f"{field}_range") is not None:
+            parts = getattr(args, f"{field}_range").split(":")
+            if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+                raise UsageError(f"--{field}-range takes MIN:MAX tokens, got {getattr(args, f'{field}_range')!r}")
+            low, high = int(parts[0]), int(parts[1])
+        lengths[field] = Lengths(getattr(args, f"{field}_len"), getattr(args, f"{field}_dist") or "normal", cv,
+                                 low, high)
+    return GammaArrivals(args.qps, 1000 if args.requests is None else args.requests, lengths["input"],
+                         lengths["output"], 1.0 if args.arrival_cv is None else args.arrival_cv, args.seed)
 
 
 def _print_summary(entries, seconds: float, table: Path) -> None:

@@ -15,7 +15,7 @@ import csv
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 
 from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
+from sysmodel.perf import PERF_MODELS
 from sysmodel.simulate import Result, SimulationConfig
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
@@ -107,11 +108,14 @@ class Claim:
 
 RUNS: dict[SimulationConfig, Run] = {}    # every simulation once (figures share some runs)
 CLIENT = []                               # the Dask client main() runs the grids on (none: this process)
+# How a GPU operator is priced in every run (`--perf-model`; `sysmodel.perf`).
+PERF_MODEL = "roofline"
 
 
 def prefetch(configs: Iterable[SimulationConfig]) -> None:
-    """Simulate the configurations not yet run, in batches on the cluster (a figure's whole grid at once)."""
-    todo = list(dict.fromkeys(c for c in configs if c not in RUNS))
+    """Simulate the configurations not yet run (under `PERF_MODEL`), in batches on the cluster (a figure's whole
+    grid at once)."""
+    todo = list(dict.fromkeys(c for c in (replace(c, perf_model=PERF_MODEL) for c in configs) if c not in RUNS))
 
     def done(batch: list, results: list) -> None:
         RUNS.update((config, Run(config, *outcome)) for config, outcome in zip(batch, results))
@@ -120,7 +124,8 @@ def prefetch(configs: Iterable[SimulationConfig]) -> None:
 
 
 def run(config: SimulationConfig) -> Run:
-    """The run of `config`, or why it is impossible (`ConfigError`)."""
+    """The run of `config` under `PERF_MODEL`, or why it is impossible (`ConfigError`)."""
+    config = replace(config, perf_model=PERF_MODEL)
     prefetch([config])
     return RUNS[config]
 
@@ -604,7 +609,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="run on this Dask cluster")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="LocalCluster workers (default: one per core; 0: no Dask, this process only)")
+    parser.add_argument("--perf-model", default="roofline", choices=PERF_MODELS,
+                        help="GPU performance model of every run (roofline-efficiency: the H100's measured "
+                             "efficiencies on the paper's GPU)")
     args = parser.parse_args(argv)
+    global PERF_MODEL
+    PERF_MODEL = args.perf_model
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
     if unknown or not chosen:

@@ -23,8 +23,9 @@ from duopd_study import Claim, write_csv  # noqa: E402  (the DuoPD study's table
 from duopd_study import write_headline as duopd_headline  # noqa: E402
 
 from sysmodel import verified  # noqa: E402
-from sysmodel.hardware import A100_PCIE_40GB, A100_PCIE_40GB_HARDWARE  # noqa: E402
-from sysmodel.llm import MODEL_PRESETS  # noqa: E402
+from sysmodel.hardware import A100_PCIE_40GB  # noqa: E402
+from sysmodel.presets import PRESETS  # noqa: E402
+from sysmodel.llm import resolve_model  # noqa: E402
 from sysmodel.operators import Shard, decode_work, prefill_work  # noqa: E402
 from sysmodel.quantized import GemmCost, GemmModel, Quantization  # noqa: E402
 from sysmodel.quantized_execution import QuantizedGPUExecution  # noqa: E402
@@ -154,8 +155,8 @@ class FreeDequantization(GemmModel):
 
 
 def fig1(scale: Scale, out: Path, table) -> list[Claim]:
-    hw = A100_PCIE_40GB_HARDWARE
-    shard = Shard(MODEL_PRESETS["llama-3.1-8b"], 1)
+    hw = PRESETS["a100-pcie-40gb"]
+    shard = Shard(resolve_model("Llama-3.1-8B"), 1)
     rows = []
     for kernel in ("gptq", "awq-v1"):
         gemm = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", GROUP, "gpu", kernel), table)
@@ -200,7 +201,7 @@ def end_to_end(scale: Scale, table) -> list[dict]:
                     continue                                   # AWQ kernels are INT4 only
                 quant = Quantization(weights, GROUP, dequant, kernel, link_expanded=expanded)
                 for batch in scale.batches:
-                    config = SimulationConfig("gpu", MODEL_PRESETS[model.lower()], FixedBatch(batch, LENGTH, LENGTH),
+                    config = SimulationConfig("gpu", resolve_model(model), FixedBatch(batch, LENGTH, LENGTH),
                                               "a100-pcie-40gb", max_batch=batch, quantization=quant)
                     summary = simulate(config, table).summary
                     rows.append({"model": model, "weights": weights, "system": name, "batch": batch,

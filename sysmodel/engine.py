@@ -15,6 +15,8 @@ class Request:
     prefill_start: float = math.nan
     first_token: float = math.nan
     finish: float = math.nan
+    decode_ready: float = math.nan           # reached the server that decodes it (after any KV transfer)
+    decode_start: float = math.nan           # joined a decode batch
     prefilled: int = 0                       # prompt tokens whose KV is written
     token_times: list[float] = field(default_factory=list)  # one per output token, the first included
 

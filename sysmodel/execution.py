@@ -17,7 +17,8 @@ from .arbitration import MMUArbitration
 from .errors import ConfigError, require
 from .hardware import Hardware
 from .llm import BYTES_PER_VALUE
-from .operators import Shard, Work, ring_all_reduce_s
+from .operators import Shard, Work
+from .perf import ROOFLINE, PerfModel
 from .verified import VerifiedBlocks
 
 
@@ -38,12 +39,14 @@ class Cost(NamedTuple):
 class GPUExecution:
     """`shard.tp` GPUs running one iteration in tensor parallel, with a fraction of their SMs.
 
-    Each operator takes the longer of its compute time and its memory time (no overlap between operators,
-    all-reduces not overlapped with compute); `sm_fraction` < 1 scales the compute and caps the bandwidth
-    by the GPU's bandwidth-vs-SM curve (paper §3.2)."""
+    Each operator's time comes from the performance model (`sysmodel.perf`; the roofline by default: the longer
+    of its compute time and its memory time), operators one after another, all-reduces not overlapped with
+    compute; `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's bandwidth-vs-SM curve
+    (paper §3.2)."""
     hardware: Hardware
     shard: Shard
     sm_fraction: float = 1.0
+    perf: PerfModel = ROOFLINE
 
     def __post_init__(self) -> None:
         require(0 < self.sm_fraction <= 1, f"SM fraction must be in (0, 1], got {self.sm_fraction}")
@@ -54,21 +57,22 @@ class GPUExecution:
         flop_rate = gpu.flops * self.sm_fraction
         reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
         byte_rate = reachable * bandwidth_scale
-        larger = _larger(work)
+        perf = self.perf
 
-        def totals(ops) -> tuple[float, float, float]:
+        def totals(ops, tokens) -> tuple[float, float, float]:
             seconds = flops = nbytes = 0.0
             for op in ops:
-                op_bytes = op.weight_bytes + op.kv_bytes + op.act_bytes
-                seconds += larger(op.flops / flop_rate, op_bytes / byte_rate)
+                seconds += perf.op_seconds(op, tokens, shard, flop_rate, byte_rate)
                 flops += op.flops
-                nbytes += op_bytes
+                nbytes += op.weight_bytes + op.kv_bytes + op.act_bytes
             return seconds, flops, nbytes
 
-        layer_s, layer_flops, layer_bytes = totals(shard.layer_ops(work))
-        head_s, head_flops, head_bytes = totals(shard.head_ops(work))
+        layer_s, layer_flops, layer_bytes = totals(shard.layer_ops(work), work.tokens)
+        layer_s += perf.layer_extra_seconds(work.tokens, shard, byte_rate)
+        head_s, head_flops, head_bytes = totals(shard.head_ops(work), work.logits)
         reduce_bytes = shard.all_reduce_bytes(work)
-        reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
+        # two all-reduces per layer (after attention, after the MLP), half the bytes each
+        reduce_s = perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
         seconds = layers * (layer_s + reduce_s) + head_s
         flops = layers * layer_flops + head_flops
@@ -107,12 +111,13 @@ class PNMExecution:
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
     access latency; each layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel
-    all-reduces over NVLink. Norms and softmax run on the PNM's vector unit, which is not modelled (its
-    operands sit in the PNM buffer)."""
+    all-reduces over NVLink (priced by `perf`, as the GPUs' own). Norms and softmax run on the PNM's vector
+    unit, which is not modelled (its operands sit in the PNM buffer)."""
     hardware: Hardware
     shard: Shard
     lane: LaneFigures
     mmu: MMUArbitration
+    perf: PerfModel = ROOFLINE
 
     @property
     def peak_flops(self) -> float:
@@ -145,7 +150,8 @@ class PNMExecution:
         layer_s, layer_bytes = seconds_of(layer)
         head_s, head_bytes = seconds_of(head)
         reduce_bytes = shard.all_reduce_bytes(work)
-        exchange_s = 2 * pnm.all_reduce_s + ring_all_reduce_s(reduce_bytes, shard.tp, hw.link.bandwidth)
+        exchange_s = 2 * pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
+                                                                         hw.link.bandwidth)
         layers = shard.model.layers
         seconds = layers * (layer_s + exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)

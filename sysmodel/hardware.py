@@ -137,13 +137,7 @@ HBM2_STACK_A100 = MemoryTier(name="HBM2 stack (A100 40 GB)", capacity_bytes=8 * 
                              latency_s=HBM4_STACK.latency_s, energy_per_byte=3.9e-12 * 8)
 A100_PCIE_40GB = GPU(name="A100 PCIe 40 GB", flops=312e12, power_w=250.0, sms=108, stacks=5, stack=HBM2_STACK_A100,
                      cores=A100_CORES, pseudo_channels_per_stack=16)
-# NVLink bridge for two A100 PCIe boards: 600 GB/s bidirectional = 300 GB/s each way (A100 datasheet); no
-# per-bit energy is published for it, so DuoPD §6.7's 8 pJ/bit NVLink figure stands in (a single-GPU run
-# moves nothing over it).
-A100_NVLINK_BRIDGE = Link(name="NVLink bridge (A100 PCIe)", bandwidth=300e9, energy_per_bit=8e-12)
-A100_PCIE_40GB_HARDWARE = Hardware(gpu=A100_PCIE_40GB, gpus=1, link=A100_NVLINK_BRIDGE, pnm=PAPER_PNM)
-
-HARDWARE_PRESETS = {"paper": PAPER_HARDWARE, "a100-pcie-40gb": A100_PCIE_40GB_HARDWARE}
+HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}   # real systems: `sysmodel.presets`
 
 
 def with_overrides(hardware: Hardware, assignments: dict[str, str]) -> Hardware:

@@ -25,6 +25,7 @@ class LLM:
     gated_mlp: bool              # SwiGLU (3 matrices) or GELU (2 matrices)
     experts: int = 0             # routed experts per layer (0: dense)
     experts_per_token: int = 0
+    tied_embeddings: bool = False    # the LM head is the input embedding: its weights are stored once
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab"):
@@ -63,8 +64,13 @@ class LLM:
         return self.attention_params + mlp
 
     @property
+    def embedding_matrices(self) -> int:
+        """Vocabulary-sized matrices stored: the embedding and the LM head, one when they are tied."""
+        return 1 if self.tied_embeddings else 2
+
+    @property
     def params(self) -> int:
-        return self.layers * self.layer_params + 2 * self.vocab * self.hidden
+        return self.layers * self.layer_params + self.embedding_matrices * self.vocab * self.hidden
 
     @property
     def weight_bytes(self) -> int:
@@ -86,19 +92,42 @@ LLAMA2_70B = LLM("LLaMA2-70B", layers=80, hidden=8192, heads=64, kv_heads=8, hea
 QWEN3_235B_A22B = LLM("Qwen3-235B-A22B", layers=94, hidden=4096, heads=64, kv_heads=4, head_dim=128, ffn=1536,
                       vocab=151936, gated_mlp=True, experts=128, experts_per_token=8)
 
-# StreamDQ's models (paper 002 §5.1), from their Hugging Face config.json: meta-llama/Llama-3.1-8B-Instruct
-# (hidden 4,096, intermediate 14,336, 32 layers, 32 heads, 8 KV heads, vocab 128,256), Qwen/Qwen3-8B (4,096,
-# 12,288, 36 layers, 32 heads, 8 KV heads, head_dim 128, vocab 151,936), mistralai/Mistral-7B-Instruct-v0.3
-# (4,096, 14,336, 32 layers, 32 heads, 8 KV heads, head_dim 128, vocab 32,768). All SiLU (SwiGLU), untied.
+# Real-system presets, each from its Hugging Face config.json (huggingface.co/<repo>/blob/main/config.json):
+# facebook/opt-13b and opt-66b (ReLU MLP, tied embeddings: OPTForCausalLM ties lm_head to embed_tokens),
+# meta-llama/Llama-2-7b-hf and -13b-hf, meta-llama/Llama-3.1-8B and -70B, mistralai/Mistral-7B-v0.1 and
+# Mistral-7B-Instruct-v0.3 (StreamDQ's, paper 002 §5.1: vocab 32,768), Qwen/Qwen3-8B and Qwen3-30B-A3B
+# (tie_word_embeddings false in each of these but OPT).
+OPT_13B = LLM("OPT-13B", layers=40, hidden=5120, heads=40, kv_heads=40, head_dim=128, ffn=20480, vocab=50272,
+              gated_mlp=False, tied_embeddings=True)
+OPT_66B = LLM("OPT-66B", layers=64, hidden=9216, heads=72, kv_heads=72, head_dim=128, ffn=36864, vocab=50272,
+              gated_mlp=False, tied_embeddings=True)
+LLAMA2_7B = LLM("Llama-2-7B", layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000,
+                gated_mlp=True)
+LLAMA2_13B = LLM("Llama-2-13B", layers=40, hidden=5120, heads=40, kv_heads=40, head_dim=128, ffn=13824,
+                 vocab=32000, gated_mlp=True)
 LLAMA31_8B = LLM("Llama-3.1-8B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
                  vocab=128256, gated_mlp=True)
+LLAMA31_70B = LLM("Llama-3.1-70B", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672,
+                  vocab=128256, gated_mlp=True)
+MISTRAL_7B = LLM("Mistral-7B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=32000,
+                 gated_mlp=True)
+MISTRAL_7B_V03 = LLM("Mistral-7B-v0.3", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
+                     vocab=32768, gated_mlp=True)
 QWEN3_8B = LLM("Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=12288, vocab=151936,
                gated_mlp=True)
-MISTRAL_7B = LLM("Mistral-7B-v0.3", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
-                 vocab=32768, gated_mlp=True)
+QWEN3_30B_A3B = LLM("Qwen3-30B-A3B", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, ffn=768,
+                    vocab=151936, gated_mlp=True, experts=128, experts_per_token=8)
 
-MODEL_PRESETS = {m.name.lower(): m for m in (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B, LLAMA31_8B, QWEN3_8B,
-                                             MISTRAL_7B)}
+PRESET_MODELS = (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B, OPT_13B, OPT_66B, LLAMA2_7B, LLAMA2_13B, LLAMA31_8B,
+                 LLAMA31_70B, MISTRAL_7B, MISTRAL_7B_V03, QWEN3_8B, QWEN3_30B_A3B)
+
+
+def _key(name: str) -> str:
+    """Preset names match whatever the case and punctuation: "LLaMA2-70B" = "llama-2-70b" = "Llama2_70B"."""
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+MODEL_PRESETS = {_key(m.name): m for m in PRESET_MODELS}
 
 
 def _get(config: dict, *keys: str, default: int | None = None) -> int:
@@ -134,14 +163,18 @@ def from_config(config: dict, name: str) -> LLM:
         gated_mlp=activation in ("silu", "swiglu", "swish"),
         experts=experts,
         experts_per_token=_get(config, "num_experts_per_tok", "num_experts_per_token") if experts else 0,
+        # transformers' PretrainedConfig defaults tie_word_embeddings to true when a config omits it
+        tied_embeddings=bool(config.get("tie_word_embeddings", True)),
     )
 
 
 def resolve_model(spec: str) -> LLM:
-    """A preset name (case-insensitive) or the path of a Hugging Face `config.json`."""
-    if spec.lower() in MODEL_PRESETS:
-        return MODEL_PRESETS[spec.lower()]
+    """A preset name (case and punctuation ignored), or a Hugging Face `config.json` or the model folder holding it."""
+    if _key(spec) in MODEL_PRESETS:
+        return MODEL_PRESETS[_key(spec)]
     path = Path(spec)
+    if path.is_dir():
+        path = path / "config.json"
     if not path.is_file():
         raise ConfigError(f"unknown model {spec!r}: not a preset ({', '.join(m.name for m in MODEL_PRESETS.values())})"
                           f" and not a config.json file")

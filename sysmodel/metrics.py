@@ -10,13 +10,17 @@ from .servers import Accounting
 
 
 def request_row(request: Request) -> dict[str, float]:
-    """TTFT = arrival → first token; TPOT = mean time per output token after the first; E2E = arrival → last."""
+    """TTFT = arrival → first token (the prompt's queueing and prefill); TPOT = mean time per output token
+    after the first, (last − first) / (tokens − 1), so in disaggregated systems it includes the KV transfer and
+    the wait for a decode slot; that wait (reaching the decode server → joining a batch) is also reported on
+    its own as `decode_queue_s` (NaN for one-token outputs, which never decode); E2E = arrival → last token."""
     tpot = ((request.finish - request.first_token) / (request.output_len - 1)
             if request.output_len > 1 else math.nan)
     return {
         "id": request.id, "arrival_s": request.arrival, "input_len": request.input_len,
         "output_len": request.output_len, "queue_s": request.prefill_start - request.arrival,
         "ttft_s": request.first_token - request.arrival, "tpot_s": tpot, "e2e_s": request.finish - request.arrival,
+        "decode_queue_s": request.decode_start - request.decode_ready,
     }
 
 
@@ -63,6 +67,7 @@ def summarize(requests: Sequence[Request], accounts: Sequence[Accounting], link_
         "tpot_s": _distribution([r["tpot_s"] for r in rows]),
         "e2e_s": _distribution([r["e2e_s"] for r in rows]),
         "tbt_s": _distribution(tbt),
+        "decode_queue_s": _distribution([r["decode_queue_s"] for r in rows]),
         "utilization": {
             "gpu_compute": gpu_flops / (gpu_peak_flops * makespan),
             "hbm_bandwidth": hbm_bytes / (memory_bandwidth * makespan),

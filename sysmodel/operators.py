@@ -76,7 +76,7 @@ class Shard:
         m = self.model
         attention = m.hidden * (self.heads * 2 + self.kv_heads * 2) * m.head_dim
         mlp = (m.experts * m.expert_params // self.tp + m.hidden * m.experts) if m.moe else m.expert_params // self.tp
-        return (m.layers * (attention + mlp) + 2 * m.vocab * m.hidden // self.tp) * BYTES_PER_VALUE
+        return (m.layers * (attention + mlp) + m.embedding_matrices * m.vocab * m.hidden // self.tp) * BYTES_PER_VALUE
 
     def layer_ops(self, work: Work) -> list[Op]:
         """The operators of one layer (all layers are alike)."""

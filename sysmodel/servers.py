@@ -131,6 +131,7 @@ class Server:
         self._block: list[np.ndarray | list[float]] = []   # Cost fields, one value per iteration
         self._ends: np.ndarray = np.zeros(0)
         self._start = 0.0
+        self._priced: tuple[int, float, float] | None = None   # (iteration, time of its last pricing, work left)
         self._generation = 0
         if memory is not None:
             memory.users[role] = self
@@ -165,6 +166,7 @@ class Server:
         self._scales = _per_iteration(scale, count)
         self._block = [_per_iteration(field, count) for field in cost]
         self._start = self.loop.now
+        self._priced = None
         self._ends = self.loop.now + np.cumsum(self._block[0])
         self.busy = True
         self._schedule(count)
@@ -183,12 +185,12 @@ class Server:
             self._schedule(len(self._ends))
 
     def reprice(self) -> None:
-        """A co-runner started or stopped: finish the iteration in progress at the new share (the fraction of
-        it already done is kept), then end the block there."""
+        """A co-runner started or stopped: finish the iteration in progress at the new share, then end the block
+        there. Progress is work done, not elapsed time: since its last pricing the iteration ran at one rate,
+        so the work it has left shrank by the fraction of that priced span which has elapsed."""
         if not self.busy:
             return
         now, index = self.loop.now, self._current()
-        begin = self._ends[index - 1] if index else self._start
         end = self._ends[index]
         if end <= now:      # it ends right now: only the rest of the block changes
             self.interrupt()
@@ -199,11 +201,17 @@ class Server:
                 self._scales[index]:
             self.interrupt()      # the same share: the iteration in progress keeps its time
             return
-        done = (now - begin) / (end - begin) if np.isfinite(end) else 0.0
-        cost, _ = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        if self._priced is not None and self._priced[0] == index:
+            since, left = self._priced[1:]
+        else:
+            since, left = (self._ends[index - 1] if index else self._start), 1.0
+        left *= (end - now) / (end - since) if np.isfinite(end) else 1.0
+        cost, scale = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        self._priced = (index, now, left)
+        self._scales[index] = scale
         self._ends = self._ends[:index + 1]
-        self._ends[index] = now + (1.0 - done) * cost.seconds
-        self._block[0][index] = self._ends[index] - begin
+        self._ends[index] = now + left * cost.seconds
+        self._block[0][index] = self._ends[index] - (self._ends[index - 1] if index else self._start)
         self._schedule(index + 1)
 
     def _finish(self, generation: int, steps: int) -> None:
@@ -278,6 +286,7 @@ class DecodeServer(Server):
             self._admitted.pop(request.id, lambda: None)()
             self._retire(request)
             return
+        request.decode_ready = self.loop.now
         self.waiting.append(request)
         self.wake()
 
@@ -305,6 +314,7 @@ class DecodeServer(Server):
         while self.waiting and len(self.running) < self.max_batch and (self.kv_reserved or
                                                                        self.kv.reserve(self.waiting[0])):
             request = self.waiting.popleft()
+            request.decode_start = self.loop.now
             self.running.append(request)
             self.context += request.context + 1
             self._admitted.pop(request.id, lambda: None)()
@@ -337,13 +347,17 @@ class DecodeServer(Server):
 
 
 class MixedServer(DecodeServer):
-    """Chunked prefill (Sarathi-style) on one instance: an iteration runs one token for every decoding
-    request plus up to `chunk_tokens` prompt tokens, first come first served; with no prompt waiting it
-    decodes like a `DecodeServer`."""
+    """Prefill and decode on one instance: an iteration runs one token for every decoding request plus up to
+    `chunk_tokens` prompt tokens, first come first served (Sarathi-style chunked prefill); with no prompt
+    waiting it decodes like a `DecodeServer`. `whole_prompts`: prompts are never split (a prompt longer than
+    the budget runs alone); `mixed=False`: an iteration with prompts decodes nothing (vLLM's default
+    scheduler: prefill first, no mixed batches). Orca is whole prompts, mixed."""
 
-    def __init__(self, *args, chunk_tokens: int, **kwargs) -> None:
+    def __init__(self, *args, chunk_tokens: int, whole_prompts: bool = False, mixed: bool = True,
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.chunk_tokens = chunk_tokens
+        self.chunk_tokens, self.whole_prompts, self.mixed = chunk_tokens, whole_prompts, mixed
+        self._decoding = True
         self.queue: deque[Request] = deque()
         self.prefilling: list[Request] = []
         self.chunks: list[tuple[Request, int]] = []
@@ -361,22 +375,26 @@ class MixedServer(DecodeServer):
             self.prefilling.append(request)
         budget, self.chunks = self.chunk_tokens, []
         for request in self.prefilling:
-            if budget == 0:
+            left = request.input_len - request.prefilled
+            if budget == 0 or (self.whole_prompts and left > budget and self.chunks):
                 break
-            tokens = min(budget, request.input_len - request.prefilled)
+            tokens = left if self.whole_prompts else min(budget, left)
             self.chunks.append((request, tokens))
-            budget -= tokens
+            budget = max(budget - tokens, 0)
+        self._decoding = not self.chunks or self.mixed
         if not self.chunks:
             super().step()
             return
-        work = decode_work(len(self.running), self.context) if self.running else Work(0, 0, 0, 0)
+        decoding = self.running and self._decoding
+        work = decode_work(len(self.running), self.context) if decoding else Work(0, 0, 0, 0)
         for request, tokens in self.chunks:
             part = prefill_work(tokens, request.prefilled, request.prefilled + tokens == request.input_len)
             work = Work(*(a + b for a, b in zip(work, part)))
         self.start(work)
 
     def completed(self, ends: np.ndarray) -> None:
-        self._emit_tokens(ends)
+        if self._decoding:
+            self._emit_tokens(ends)
         now = self.loop.now
         for request, tokens in self.chunks:
             request.prefilled += tokens
@@ -387,6 +405,7 @@ class MixedServer(DecodeServer):
                     self.kv.release(request)
                     self.finished(request)
                 else:
+                    request.decode_ready = request.decode_start = now
                     self.running.append(request)
                     self.context += request.context + 1
         self.chunks = []

@@ -1,15 +1,22 @@
-"""One simulation: resolve the configuration, build the system, run the requests, collect the metrics."""
+"""One simulation: resolve the configuration, build the system, run the requests, collect the metrics.
+
+Arrivals later than 1e7 s are counted from the first one (a trace stamped in epoch seconds would otherwise
+lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite
+is an error, not a row of nulls."""
+import math
 from dataclasses import asdict, dataclass, field
 
 from . import verified
 from .arbitration import POLICIES
+from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
+from .presets import PRESETS
 from .quantized import Quantization, dqb_entry
-from .systems import SYSTEMS, Setting, build
+from .systems import Setting
 from .workload import FixedBatch, PoissonArrivals
 
 
@@ -23,6 +30,7 @@ class SimulationConfig:
     max_batch: int = 16
     chunk_tokens: int | None = None
     quantization: Quantization = Quantization()
+    perf_model: str = "roofline"
 
 
 @dataclass
@@ -34,43 +42,87 @@ class Result:
 
 
 def resolve_hardware(spec: str | Hardware) -> Hardware:
+    """A `Hardware`, or a preset name (any case): the paper's machine or a real system (`presets.PRESETS`)."""
     if isinstance(spec, Hardware):
         return spec
-    if spec not in HARDWARE_PRESETS:
-        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(HARDWARE_PRESETS)}")
-    return HARDWARE_PRESETS[spec]
+    known = HARDWARE_PRESETS | PRESETS
+    if spec.lower() not in known:
+        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(known)}")
+    return known[spec.lower()]
 
 
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
     """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
-    require(config.system in SYSTEMS, f"unknown system {config.system!r}; choose one of {', '.join(SYSTEMS)}")
+    spec = parse(config.system)
     require(config.mmu_policy in POLICIES,
             f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens, config.quantization)
+                      config.max_batch, config.chunk_tokens, config.quantization, config.perf_model)
     loop = EventLoop()
     system = build(config.system, setting, loop)
-    requests = config.workload.generate()
+    requests = _from_first_arrival(config.workload.generate())
     for request in requests:
         loop.at(request.arrival, lambda request=request: system.submit(request))
     loop.run()
     unfinished = [r.id for r in requests if not r.done]
     if unfinished:  # a scheduling dead end is a bug, never a silent partial result
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
+    _require_finite_times(requests)
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
                         hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
+    _require_finite_summary(summary)
     resolved = {
-        "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
+        "system": config.system, "system_spec": repr(spec), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
-        "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch,
+        "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
-        "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") else None,
+        "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") or isinstance(spec, Colocated) else None,
         "quantization": asdict(config.quantization),
         "verified_blocks": _used_figures(setting, config.system),
     }
     return Result(resolved, requests, summary, [request_row(r) for r in requests])
+
+
+# Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).
+MAX_SPAN_S = 1e7
+
+
+def _from_first_arrival(requests: list[Request]) -> list[Request]:
+    """The requests, with arrival times counted from the first one when they start beyond `MAX_SPAN_S`."""
+    origin = min(r.arrival for r in requests)
+    span = max(r.arrival for r in requests) - origin
+    require(math.isfinite(origin) and span <= MAX_SPAN_S,
+            f"arrivals span {span:.3g} s; at most {MAX_SPAN_S:.0e} s (116 days) keeps nanosecond time resolution")
+    if origin > MAX_SPAN_S:
+        for request in requests:
+            request.arrival -= origin
+    return requests
+
+
+def _require_finite_times(requests: list[Request]) -> None:
+    """Every request must finish at a finite time: a zero rate or an overflow is refused, not reported."""
+    for r in requests:
+        require(math.isfinite(r.first_token) and math.isfinite(r.finish),
+                f"request {r.id} got no finite completion time: some rate in the hardware or model is effectively "
+                f"zero or a cost overflowed")
+
+
+def _require_finite_summary(summary: dict) -> None:
+    """No aggregate may be infinite, and the ones every run defines must be numbers."""
+    def walk(value, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, float) and math.isinf(value):
+            raise ConfigError(f"the result {path} is {value}: some rate in the hardware or model is effectively zero")
+    walk(summary, "")
+    for key in ("makespan_s", "throughput", "ttft_s", "e2e_s", "energy_j"):
+        value = summary[key]
+        values = value.values() if isinstance(value, dict) else [value]
+        require(all(not isinstance(v, float) or math.isfinite(v) for v in values),
+                f"the result {key} is not a finite number")
 
 
 def _plain(value):

@@ -25,6 +25,7 @@ from .llm import LLM
 from .operators import Shard
 from .quantized import GemmModel, Quantization
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
+from .perf import PerfModel, perf_model
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from .verified import VerifiedBlocks
 
@@ -82,10 +83,15 @@ class Setting:
     max_batch: int = 16
     chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
     quantization: Quantization = Quantization()
+    perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
         require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
+
+    @property
+    def perf(self) -> PerfModel:
+        return perf_model(self.perf_model, self.hardware.gpu)
 
     @property
     def chunk(self) -> int:
@@ -107,8 +113,11 @@ class Setting:
 def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
     if not setting.quantization.quantized:
-        return GPUExecution(setting.hardware, shard, sm_fraction)
+        return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
+    require(setting.perf_model == "roofline",
+            f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
+            f"{setting.perf_model}; use --perf-model roofline")
     return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
 
 
@@ -138,11 +147,13 @@ class ServingSystem:
         return accounting
 
 
-def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
-    if system not in SYSTEMS:
-        raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingSystem:
+    """The system named `system`: one of `SYSTEMS`, or any `spec` of their kinds under that name."""
+    if spec is None:
+        if system not in SYSTEMS:
+            raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+        spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
-    spec = SYSTEMS[system]
     builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
                 SingleGPU: _single_gpu}
     builders[type(spec)](spec, setting, built)
@@ -167,8 +178,8 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     require(not setting.quantization.quantized,
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
-    gpu = GPUExecution(hw, shard)
-    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
+    gpu = GPUExecution(hw, shard, perf=setting.perf)
+    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu, setting.perf)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

@@ -26,7 +26,7 @@ FORBIDDEN = ("amaranth", "cocotb", "rtl", "tb.")
 MISTRAL_7B = {"architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
               "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 32000,
               "hidden_act": "silu", "max_position_embeddings": 32768, "rms_norm_eps": 1e-05,
-              "rope_theta": 10000.0, "sliding_window": 4096, "torch_dtype": "bfloat16"}
+              "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -127,8 +127,9 @@ def test_printed_summary_is_one_table_in_human_units_then_the_folder(tmp_path, c
     lines = stdout.splitlines()
     assert lines[-1] == f"output folder: {out}"
     table = dict(line.split("  ", 1) for line in lines[:-1])
-    assert set(table) == {"system", "model", "requests", "makespan", "throughput", "TTFT p50 / p99",
-                          "TPOT p50 / p99", "TBT p50 / p99", "E2E p50 / p99", "GPU compute util",
+    assert set(table) == {"system", "model", "hardware", "requests", "makespan", "throughput", "TTFT p50 / p99",
+                          "TPOT p50 / p99", "TBT p50 / p99", "E2E p50 / p99", "decode wait p50 / p99",
+                          "GPU compute util",
                           "HBM bandwidth util", "energy"}
     ttft = summary["ttft_s"]  # well below a second here, so in ms
     assert table["TTFT p50 / p99"].strip() == f"{ttft['p50'] * 1e3:.3f} ms / {ttft['p99'] * 1e3:.3f} ms"
@@ -178,7 +179,7 @@ def test_hugging_face_config_json_is_a_model(tmp_path, capsys) -> None:
     model = json.loads((mistral / "config.json").read_text())["model"]
     assert model == {"name": "mistral-7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
                      "head_dim": 4096 // 32, "ffn": 14336, "vocab": 32000, "gated_mlp": True, "experts": 0,
-                     "experts_per_token": 0}
+                     "experts_per_token": 0, "tied_embeddings": False}
     # Decoding streams the weights: ~14.5 GB for Mistral-7B against ~138 GB for LLaMA-2-70B.
     tpot = {name: json.loads((out / "summary.json").read_text())["tpot_s"]["p50"]
             for name, out in (("mistral", mistral), ("llama", llama))}

@@ -8,8 +8,9 @@ import pytest
 
 from basedie.cli import main
 from sysmodel import verified
-from sysmodel.hardware import A100_PCIE_40GB, HARDWARE_PRESETS
-from sysmodel.llm import MODEL_PRESETS
+from sysmodel.hardware import A100_PCIE_40GB
+from sysmodel.presets import PRESETS
+from sysmodel.llm import resolve_model
 from sysmodel.operators import Shard, decode_work
 from sysmodel.quantized import DQB_DESIGN_CLOCK_HZ, DQBFigures, GemmModel, Quantization, sz_fraction
 from sysmodel.quantized_execution import QuantizedGPUExecution
@@ -131,9 +132,9 @@ def test_dqb_latency_adds_exactly_its_time() -> None:
         base, late = (GemmModel.build(A100, quant, x).cost(m, K, N).seconds for x in (t, slow))
         assert late - base == pytest.approx(1000 / 328e6, rel=1e-9)
     # End to end: every quantized GEMM of every layer (QKV, O, gate/up, down) pays it once per iteration.
-    shard = Shard(MODEL_PRESETS["llama-3.1-8b"], 1)
+    shard = Shard(resolve_model("Llama-3.1-8B"), 1)
     work = decode_work(8, 8 * 1024)
-    hw = HARDWARE_PRESETS["a100-pcie-40gb"]
+    hw = PRESETS["a100-pcie-40gb"]
     base, late = (QuantizedGPUExecution(hw, shard, GemmModel.build(A100, quant, x)).cost(work).seconds
                   for x in (t, slow))
     assert late - base == pytest.approx(32 * 4 * 1000 / 328e6, rel=1e-9)
@@ -160,7 +161,7 @@ def test_dqb_energy_adds_every_dqbs_power() -> None:
 
 def test_quantized_footprint_is_packed_linear_layers_plus_fp16_embeddings() -> None:
     from sysmodel.quantized_execution import quantized_weight_bytes
-    llama = MODEL_PRESETS["llama-3.1-8b"]
+    llama = resolve_model("Llama-3.1-8B")
     gemm = GemmModel(A100, Quantization("w4a16", 128, "gpu", "gptq"), SZ)
     linear = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)   # QKV, O, gate/up/down
     assert quantized_weight_bytes(Shard(llama, 1), gemm) == pytest.approx(
@@ -170,7 +171,7 @@ def test_quantized_footprint_is_packed_linear_layers_plus_fp16_embeddings() -> N
 @pytest.mark.parametrize("name,params", [("llama-3.1-8b", 8.03e9), ("qwen3-8b", 8.19e9), ("mistral-7b-v0.3", 7.25e9)])
 def test_model_presets_have_their_published_parameter_counts(name: str, params: float) -> None:
     # Hugging Face model cards: 8.03B, 8.19B, 7.25B parameters.
-    assert MODEL_PRESETS[name].params == pytest.approx(params, rel=5e-3)
+    assert resolve_model(name).params == pytest.approx(params, rel=5e-3)
 
 
 def test_the_committed_table_carries_the_memory_side_rates() -> None:

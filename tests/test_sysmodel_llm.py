@@ -5,14 +5,14 @@ from pathlib import Path
 import pytest
 
 from sysmodel.errors import ConfigError
-from sysmodel.llm import LLAMA2_70B, LLM, MODEL_PRESETS, QWEN3_235B_A22B, from_config, resolve_model
+from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B, from_config, resolve_model
 
 # Abridged from huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json.
 LLAMA2_70B_CONFIG = {
     "architectures": ["LlamaForCausalLM"], "hidden_act": "silu", "hidden_size": 8192,
     "intermediate_size": 28672, "max_position_embeddings": 4096, "model_type": "llama",
     "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
-    "torch_dtype": "float16", "vocab_size": 32000,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "vocab_size": 32000,
 }
 # Abridged from huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json.
 QWEN3_MOE_CONFIG = {
@@ -20,6 +20,7 @@ QWEN3_MOE_CONFIG = {
     "intermediate_size": 12288, "moe_intermediate_size": 1536, "model_type": "qwen3_moe",
     "norm_topk_prob": True, "num_attention_heads": 64, "num_experts": 128, "num_experts_per_tok": 8,
     "num_hidden_layers": 94, "num_key_value_heads": 4, "vocab_size": 151936, "mlp_only_layers": [],
+    "tie_word_embeddings": False,
 }
 # Abridged from huggingface.co/openai-community/gpt2/blob/main/config.json.
 GPT2_CONFIG = {
@@ -42,15 +43,20 @@ def test_qwen3_moe_style_config_gives_the_qwen3_preset() -> None:
 
 def test_gpt2_style_config() -> None:
     model = from_config(GPT2_CONFIG, "gpt2")
-    # MHA (no separate KV heads), head_dim = 768 / 12, n_inner null → 4 × n_embd, GELU → two MLP matrices.
+    # MHA (no separate KV heads), head_dim = 768 / 12, n_inner null → 4 × n_embd, GELU → two MLP matrices; no
+    # tie_word_embeddings key → transformers' default, tied.
     assert model == LLM("gpt2", layers=12, hidden=768, heads=12, kv_heads=12, head_dim=64, ffn=3072, vocab=50257,
-                        gated_mlp=False)
+                        gated_mlp=False, tied_embeddings=True)
+    # GPT-2 small has 124,439,808 parameters, its tied wte (50,257 × 768) counted once. Not modelled: the
+    # position embedding (1,024 × 768), per layer the biases (2,304 + 768 + 3,072 + 768) and the two layer
+    # norms (4 × 768), and the final norm (2 × 768).
+    assert model.params == 124_439_808 - 1024 * 768 - 12 * (6912 + 3072) - 1536
     assert model.group == 1 and model.mlp_matrices == 2
 
 
 def test_resolve_model_by_preset_name_or_config_path(tmp_path: Path) -> None:
     assert resolve_model("LLaMA2-70B") is resolve_model("llama2-70b") is LLAMA2_70B
-    assert set(MODEL_PRESETS) == {"gpt3-175b", "llama2-70b", "qwen3-235b-a22b"}
+    assert resolve_model("Llama-2-70B") is resolve_model("llama2_70b") is LLAMA2_70B
     path = tmp_path / "my-model" / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps(GPT2_CONFIG))

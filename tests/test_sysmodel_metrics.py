@@ -1,7 +1,9 @@
 """Metric definitions on a timeline built by hand: two requests, two servers, every figure worked out below.
 
-Request 0 arrives at 0.0, starts prefill at 0.5 and emits tokens at 1.0, 1.2, 1.5, 1.9.
-Request 1 arrives at 0.4, starts prefill at 1.0 and emits tokens at 1.5, 2.0, 2.6."""
+Request 0 arrives at 0.0, starts prefill at 0.5 and emits tokens at 1.0, 1.2, 1.5, 1.9; it
+reaches its decode server at 1.0 and joins a batch at 1.1.
+Request 1 arrives at 0.4, starts prefill at 1.0 and emits tokens at 1.5, 2.0, 2.6; it joins a batch
+as soon as it reaches the decode server, at 1.5."""
 import math
 
 import numpy as np
@@ -14,9 +16,11 @@ from sysmodel.servers import Accounting
 LINK_J_PER_BIT = 8e-12
 
 
-def made(id: int, arrival: float, input_len: int, prefill_start: float, tokens: list[float]) -> Request:
+def made(id: int, arrival: float, input_len: int, prefill_start: float, tokens: list[float],
+         decode: tuple[float, float] = (math.nan, math.nan)) -> Request:
     request = Request(id, arrival, input_len, len(tokens))
     request.prefill_start = prefill_start
+    request.decode_ready, request.decode_start = decode
     request.prefilled = input_len
     for time in tokens:
         request.emit(time)
@@ -25,7 +29,8 @@ def made(id: int, arrival: float, input_len: int, prefill_start: float, tokens: 
 
 @pytest.fixture
 def requests() -> list[Request]:
-    return [made(0, 0.0, 100, 0.5, [1.0, 1.2, 1.5, 1.9]), made(1, 0.4, 50, 1.0, [1.5, 2.0, 2.6])]
+    return [made(0, 0.0, 100, 0.5, [1.0, 1.2, 1.5, 1.9], (1.0, 1.1)),
+            made(1, 0.4, 50, 1.0, [1.5, 2.0, 2.6], (1.5, 1.5))]
 
 
 @pytest.fixture
@@ -50,10 +55,10 @@ def test_emit_records_first_token_and_finish(requests) -> None:
 def test_request_rows(requests) -> None:
     assert request_row(requests[0]) == pytest.approx({
         "id": 0, "arrival_s": 0.0, "input_len": 100, "output_len": 4, "queue_s": 0.5,
-        "ttft_s": 1.0, "tpot_s": (1.9 - 1.0) / 3, "e2e_s": 1.9})
+        "ttft_s": 1.0, "tpot_s": (1.9 - 1.0) / 3, "e2e_s": 1.9, "decode_queue_s": 0.1})
     assert request_row(requests[1]) == pytest.approx({
         "id": 1, "arrival_s": 0.4, "input_len": 50, "output_len": 3, "queue_s": 0.6,
-        "ttft_s": 1.1, "tpot_s": (2.6 - 1.5) / 2, "e2e_s": 2.2})
+        "ttft_s": 1.1, "tpot_s": (2.6 - 1.5) / 2, "e2e_s": 2.2, "decode_queue_s": 0.0})
     assert math.isnan(request_row(made(2, 1.0, 10, 1.0, [3.0]))["tpot_s"])  # one token: no time per output token
 
 
@@ -76,6 +81,8 @@ def test_summary_latencies_and_throughput(requests, accounts) -> None:
     assert summary["e2e_s"] == pytest.approx({"mean": 2.05, "p50": 2.05, "p99": 1.9 + 0.99 * 0.3})
     # TBT over the five gaps 0.2 … 0.6: p99 sits at rank 0.99 · 4 = 3.96, between 0.5 and 0.6.
     assert summary["tbt_s"] == pytest.approx({"mean": 0.4, "p50": 0.4, "p99": 0.5 + 0.96 * 0.1})
+    # Decode-slot waits 0.1 and 0.0: mean and median 0.05, p99 = 0.0 + 0.99 * 0.1.
+    assert summary["decode_queue_s"] == pytest.approx({"mean": 0.05, "p50": 0.05, "p99": 0.099})
 
 
 def test_summary_utilization_and_energy(requests, accounts) -> None:

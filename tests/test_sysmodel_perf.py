@@ -1,0 +1,104 @@
+"""Performance models: `measured` reproduces Vidur's profiled kernel times; `roofline-efficiency` carries the
+profiled efficiency to other GPUs; `roofline` is unchanged. Expected values are read off the shipped CSVs."""
+from dataclasses import replace
+
+import pytest
+
+from sysmodel.errors import ConfigError
+from sysmodel.execution import GPUExecution
+from sysmodel.llm import LLAMA2_70B
+from sysmodel.operators import Shard, decode_work, prefill_work, ring_all_reduce_s
+from sysmodel.perf import ROOFLINE, perf_model
+from sysmodel.presets import PRESETS
+from sysmodel.simulate import SimulationConfig, resolve_hardware, simulate
+from sysmodel.workload import FixedBatch
+
+H100 = PRESETS["h100-sxm5-80gb"]
+SHARD = Shard(LLAMA2_70B, 8)
+# vidur_h100_mlp.csv, Llama-2-70b-hf, tp 8, num_tokens 64 (ms): input_layernorm 0.006, attn_pre_proj 0.013,
+# attn_rope 0.002, attn_post_proj 0.01, mlp_up_proj 0.045, mlp_act 0.003, mlp_down_proj 0.025, add 0.002.
+ROW_64 = {"norm": 0.006e-3, "qkv": 0.013e-3, "o_proj": 0.01e-3, "mlp": (0.045 + 0.003 + 0.025) * 1e-3}
+
+
+def op_times(model_name: str, hardware, tokens: int) -> dict[str, float]:
+    perf = perf_model(model_name, hardware.gpu)
+    ops = SHARD.layer_ops(decode_work(tokens, tokens * 100))
+    rate, bandwidth = hardware.gpu.flops, hardware.gpu.memory.bandwidth
+    return {op.name: perf.op_seconds(op, tokens, SHARD, rate, bandwidth) for op in ops}
+
+
+def test_measured_reproduces_the_profiled_kernels_on_the_profiled_gpu() -> None:
+    times = op_times("measured", H100, 64)
+    for name, seconds in ROW_64.items():
+        assert times[name] == pytest.approx(seconds, rel=1e-9), name
+    extra = perf_model("measured", H100.gpu).layer_extra_seconds(64, SHARD, H100.gpu.memory.bandwidth)
+    assert extra == pytest.approx((0.002 + 2 * 0.002) * 1e-3, rel=1e-9)      # rope + two residual adds
+
+
+def test_roofline_efficiency_scales_the_measured_time_by_the_roofline() -> None:
+    # A GPU with twice the H100's FLOP/s and bandwidth, which nobody profiled: the same efficiency, half the time.
+    gpu = replace(H100.gpu, name="hypothetical", flops=2 * H100.gpu.flops,
+                  stack=replace(H100.gpu.stack, bandwidth=2 * H100.gpu.stack.bandwidth))
+    times = op_times("roofline-efficiency", replace(H100, gpu=gpu), 64)
+    for name, seconds in ROW_64.items():
+        assert times[name] == pytest.approx(seconds / 2, rel=1e-9), name
+
+
+def test_all_reduce_measured_and_latency_plus_bandwidth() -> None:
+    # vidur_h100_dgx_all_reduce.csv, 8 GPUs: 1,048,576 B 0.034 ms, 1,572,864 B 0.036 ms, 2,048 B 0.037 ms.
+    measured = perf_model("measured", H100.gpu)
+    assert measured.all_reduce_seconds(1310720, 2, 8, H100.link.bandwidth) == pytest.approx(2 * 0.035e-3)
+    assert measured.all_reduce_seconds(1310720, 2, 1, H100.link.bandwidth) == 0.0
+    efficiency = perf_model("roofline-efficiency", PRESETS["b200"].gpu)
+    link = PRESETS["b200"].link.bandwidth
+    assert efficiency.all_reduce_seconds(1e6, 2, 8, link) == pytest.approx(
+        2 * (0.037e-3 + 2 * 7 / 8 * 1e6 / link))
+
+
+def test_roofline_model_is_the_previous_cost() -> None:
+    # One prefill iteration by hand: per layer the longer of FLOPs/peak and bytes/bandwidth per operator, plus
+    # the ring all-reduce of the layer's two reductions; then the head.
+    work = prefill_work(512)
+    gpu, link = H100.gpu, H100.link.bandwidth
+    by_hand = 0.0
+    for op in SHARD.layer_ops(work):
+        by_hand += max(op.flops / gpu.flops, op.bytes / gpu.memory.bandwidth)
+    by_hand += ring_all_reduce_s(2 * 512 * 8192 * 2, 8, link)
+    by_hand *= LLAMA2_70B.layers
+    by_hand += sum(max(op.flops / gpu.flops, op.bytes / gpu.memory.bandwidth) for op in SHARD.head_ops(work))
+    assert GPUExecution(H100, SHARD, perf=ROOFLINE).cost(work).seconds == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_measured_needs_a_profiled_gpu() -> None:
+    with pytest.raises(ConfigError, match="no measured profile for GB300-class.*roofline-efficiency"):
+        perf_model("measured", resolve_hardware("paper").gpu)
+    with pytest.raises(ConfigError, match="unknown performance model 'exact'"):
+        perf_model("exact", H100.gpu)
+
+
+@pytest.mark.parametrize("system", ["pd-1:1", "chunked", "sm-7:3"])
+def test_profiled_models_are_slower_than_the_roofline_bound(system: str) -> None:
+    runs = {name: simulate(SimulationConfig(system, "llama2-70b", FixedBatch(4, 1024, 16), hardware="h100-sxm5-80gb",
+                                            perf_model=name))
+            for name in ("roofline", "measured", "roofline-efficiency")}
+    bound = runs["roofline"].summary
+    for name in ("measured", "roofline-efficiency"):
+        assert runs[name].summary["ttft_s"]["p50"] > bound["ttft_s"]["p50"]
+        assert runs[name].summary["tpot_s"]["p50"] > bound["tpot_s"]["p50"]
+
+
+def test_pnm_decoding_pays_the_all_reduce_latency_of_the_performance_model() -> None:
+    # DuoPD's PNM decoding issues two tensor-parallel all-reduces per layer between its 8 GPUs; under
+    # roofline-efficiency each also pays the DGX-H100 NCCL latency measured for 8 GPUs (0.037 ms at 2,048 B);
+    # the lane cycles and the ring bytes are the same under both models.
+    from sysmodel import verified
+    from sysmodel.arbitration import MMUArbitration
+    from sysmodel.execution import LaneFigures, PNMExecution
+
+    table, hw = verified.load(), resolve_hardware("paper")
+    lane = LaneFigures.from_verified(table, hw.pnm.lane_width)
+    mmu = MMUArbitration.from_verified(table, "prefill-first")
+    work = decode_work(16, 16 * 4096)
+    costs = [PNMExecution(hw, SHARD, lane, mmu, perf_model(name, hw.gpu)).cost(work).seconds
+             for name in ("roofline", "roofline-efficiency")]
+    assert costs[1] - costs[0] == pytest.approx(LLAMA2_70B.layers * 2 * 0.037e-3, rel=1e-9)

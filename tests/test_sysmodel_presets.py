@@ -1,0 +1,54 @@
+"""Real-system presets: model shapes against published parameter counts, hardware against datasheet totals."""
+import json
+
+import pytest
+
+from sysmodel.errors import ConfigError
+from sysmodel.llm import LLAMA2_7B, LLAMA31_8B, OPT_13B, resolve_model
+from sysmodel.operators import Shard
+from sysmodel.simulate import resolve_hardware
+
+
+@pytest.mark.parametrize("model,published,norms", [
+    # Hugging Face model cards / safetensors totals; the RMSNorm weights (2 per layer + the final one, hidden
+    # each) are not modelled, so they are subtracted.
+    (LLAMA2_7B, 6_738_415_616, 65 * 4096),
+    (LLAMA31_8B, 8_030_261_248, 65 * 4096),
+])
+def test_llama_presets_have_the_published_parameter_count(model, published, norms) -> None:
+    assert model.params == published - norms
+
+
+def test_tied_embeddings_are_stored_once() -> None:
+    # OPT-13B: 40 layers × (4 × 5120² attention + 2 × 5120 × 20480 MLP) + one 50272 × 5120 embedding.
+    assert OPT_13B.params == 40 * (4 * 5120 ** 2 + 2 * 5120 * 20480) + 50272 * 5120
+    untied = Shard(OPT_13B.__class__(**{**OPT_13B.__dict__, "tied_embeddings": False}), 1)
+    assert untied.weight_bytes - Shard(OPT_13B, 1).weight_bytes == 50272 * 5120 * 2
+
+
+def test_model_folder_or_its_config_json(tmp_path) -> None:
+    folder = tmp_path / "Mistral-7B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+        "num_key_value_heads": 8, "vocab_size": 32000, "hidden_act": "silu", "tie_word_embeddings": False}))
+    assert resolve_model(str(folder)) == resolve_model(str(folder / "config.json"))
+    preset = resolve_model("mistral-7b")
+    assert resolve_model(str(folder)) == preset.__class__(**{**preset.__dict__, "name": "Mistral-7B"})
+
+
+@pytest.mark.parametrize("name,capacity_gb,bandwidth_tb_s,link_gb_s", [
+    ("A100-SXM4-80GB", 80, 2.039, 300), ("a100-pcie-40gb", 40, 1.555, 32), ("h100-sxm5-80gb", 80, 3.35, 450),
+    ("h200", 141, 4.8, 450), ("b200", 180, 7.7, 900), ("gb300", 384, 16.0, 900),
+])
+def test_hardware_presets_match_their_datasheet_totals(name, capacity_gb, bandwidth_tb_s, link_gb_s) -> None:
+    hw = resolve_hardware(name)
+    assert hw.gpu.memory.capacity_bytes == pytest.approx(capacity_gb * 1e9)
+    assert hw.gpu.memory.bandwidth == pytest.approx(bandwidth_tb_s * 1e12)
+    assert hw.link.bandwidth == pytest.approx(link_gb_s * 1e9)       # one direction
+    assert hw.gpus == 8
+
+
+def test_unknown_hardware_lists_the_presets() -> None:
+    with pytest.raises(ConfigError, match="unknown hardware 'tpu'.*h100-sxm5-80gb"):
+        resolve_hardware("tpu")

@@ -86,7 +86,12 @@ LLAMA2_70B = LLM("LLaMA2-70B", layers=80, hidden=8192, heads=64, kv_heads=8, hea
 QWEN3_235B_A22B = LLM("Qwen3-235B-A22B", layers=94, hidden=4096, heads=64, kv_heads=4, head_dim=128, ffn=1536,
                       vocab=151936, gated_mlp=True, experts=128, experts_per_token=8)
 
-MODEL_PRESETS = {m.name.lower(): m for m in (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B)}
+# Qwen3-30B-A3B (HBFSim's model, issue 14): huggingface.co/Qwen/Qwen3-30B-A3B config.json (48 layers, hidden
+# 2,048, 32 query / 4 KV heads of 128, 128 experts of width 768, top 8).
+QWEN3_30B_A3B = LLM("Qwen3-30B-A3B", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, ffn=768,
+                    vocab=151936, gated_mlp=True, experts=128, experts_per_token=8)
+
+MODEL_PRESETS = {m.name.lower(): m for m in (GPT3_175B, LLAMA2_70B, QWEN3_235B_A22B, QWEN3_30B_A3B)}
 
 
 def _get(config: dict, *keys: str, default: int | None = None) -> int:

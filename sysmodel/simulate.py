@@ -1,11 +1,15 @@
 """One simulation: resolve the configuration, build the system, run the requests, collect the metrics."""
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, replace
 
 from . import verified
 from .arbitration import POLICIES
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
+from .hbf.layout import Layout, resolve_layout
+from .hbf.media import PROVENANCE
+from .hbf.service import HBFOptions
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
 from .systems import SYSTEMS, Setting, build
@@ -21,6 +25,8 @@ class SimulationConfig:
     mmu_policy: str = "prefill-first"
     max_batch: int = 16
     chunk_tokens: int | None = None
+    memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/hbf.md)
+    hbf: HBFOptions = HBFOptions()
 
 
 @dataclass
@@ -29,6 +35,7 @@ class Result:
     requests: list[Request]
     summary: dict
     rows: list[dict] = field(default_factory=list)
+    temperatures: list[tuple] = field(default_factory=list)   # (s, GPU, HBM, HBF C, throttle state) with HBF
 
 
 def resolve_hardware(spec: str | Hardware) -> Hardware:
@@ -46,8 +53,13 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
             f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
+    layout = config.memory if isinstance(config.memory, Layout) else resolve_layout(config.memory)
+    if layout is not None:
+        if config.hbf.frame_cache_gib is not None:
+            layout = replace(layout, frame_cache_gib=config.hbf.frame_cache_gib)
+        hardware = layout.hardware(hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens)
+                      config.max_batch, config.chunk_tokens, layout, config.hbf)
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = config.workload.generate()
@@ -59,6 +71,10 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
                         hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
+    for service in system.hbf:
+        service.settle(math.inf)
+    if system.hbf:
+        summary["hbf"] = _hbf_summary([service.summary() for service in system.hbf])
     resolved = {
         "system": config.system, "system_spec": repr(SYSTEMS[config.system]), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
@@ -66,8 +82,32 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
         "chunk_tokens": setting.chunk if config.system == "chunked" else None,
         "verified_blocks": _used_figures(setting) if config.system == "duopd" else {},
+        "memory": asdict(layout) if layout is not None else "hbm",
     }
-    return Result(resolved, requests, summary, [request_row(r) for r in requests])
+    if system.hbf:
+        resolved["hbf"] = {**asdict(config.hbf), "stack": asdict(system.hbf[0].stack),
+                           "provenance": [asdict(p) for p in PROVENANCE]}
+    return Result(resolved, requests, summary, [request_row(r) for r in requests],
+                  system.hbf[0].trace if system.hbf else [])
+
+
+def _hbf_summary(parts: list[dict]) -> dict:
+    """The instances' HBF figures: traffic and counts summed, the hottest package's temperatures and the
+    first instance's throttle residency (instances of one system run alike), rates over the sums."""
+    total = {key: sum(p[key] for p in parts) for key, value in parts[0].items() if isinstance(value, float)
+             and key not in ("object_bytes", "pe_cycles_per_block", "stall_s", "cooling_wait_s")}
+    accesses = total["accesses"]
+    return {**total,
+            "frame_cache_hit_rate": total["frame_cache_hits"] / accesses if accesses else math.nan,
+            "served_without_media_read_fraction": total["served_without_media_read"] / accesses if accesses
+            else math.nan,
+            "pe_cycles_per_block": max(p["pe_cycles_per_block"] for p in parts),
+            "stall_s": max(p["stall_s"] for p in parts),
+            "cooling_wait_s": max(p["cooling_wait_s"] for p in parts),
+            "throttle_residency_s": parts[0]["throttle_residency_s"],
+            "max_temperature_c": {k: max(p["max_temperature_c"][k] for p in parts)
+                                  for k in parts[0]["max_temperature_c"]},
+            "instances": len(parts)}
 
 
 def _plain(value):

@@ -25,21 +25,34 @@ def retention_s(temp_c: float, activation_ev: float = ACTIVATION_EV) -> float:
 
 class Retention:
     """Damage per zone; `initial` spreads the zones' ages (a device in steady use was written at all
-    times, so refresh work arrives evenly rather than all at once)."""
+    times, so refresh work arrives evenly rather than all at once). Every zone sits at the same (lumped HBF)
+    temperature, so one number, the damage added since the start, describes them all: a zone is refreshed
+    each time its damage crosses a whole number, and rewritten at zero damage."""
 
     def __init__(self, zones: int, initial: np.ndarray | None = None, activation_ev: float = ACTIVATION_EV) -> None:
-        self.damage = np.zeros(zones) if initial is None else np.array(initial, dtype=float)
+        start = np.zeros(zones) if initial is None else np.asarray(initial, dtype=float)
+        require(start.shape == (zones,) and bool(np.all((start >= 0) & (start < 1))),
+                "retention: initial damage must be one value in [0, 1) per zone")
+        self.initial = np.sort(start)
         self.activation_ev = activation_ev
+        self.aging = 0.0
         self.refreshed = 0
 
+    def _crossed(self, aging: float) -> int:
+        """Deadlines met by all zones together once `aging` has been added (floor(initial + aging), summed)."""
+        whole, part = divmod(aging, 1.0)
+        return int(whole) * self.initial.size + self.initial.size - int(np.searchsorted(self.initial, 1.0 - part))
+
+    @property
+    def damage(self) -> np.ndarray:
+        return (self.initial + self.aging) % 1.0
+
     def advance(self, dt: float, temp_c: float) -> int:
-        """Age every zone by dt at temp_c; returns how many zones reached their deadline (and were refreshed)."""
-        self.damage += dt / retention_s(temp_c, self.activation_ev)
-        due = self.damage >= 1.0
-        count = int(due.sum())
-        if count:
-            self.damage[due] -= np.floor(self.damage[due])
-            self.refreshed += count
+        """Age every zone by dt at temp_c; returns how many deadlines were met (each one a refresh)."""
+        before = self._crossed(self.aging)
+        self.aging += dt / retention_s(temp_c, self.activation_ev)
+        count = self._crossed(self.aging) - before
+        self.refreshed += count
         return count
 
 

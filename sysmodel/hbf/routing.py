@@ -48,6 +48,7 @@ class Router:
         else:
             picks = self._ranks(estimate_tokens)
             by_rank = np.bincount(picks.ravel(), minlength=model.experts) / estimate_tokens
+        self._touch_probability: dict[tuple, np.ndarray] = {}
         self.inclusion = np.empty((layers, model.experts))
         np.put_along_axis(self.inclusion, self.ranking, np.broadcast_to(by_rank, (layers, model.experts)), axis=1)
 
@@ -62,8 +63,11 @@ class Router:
 
     def touched(self, tokens: int, experts: slice = slice(None)) -> np.ndarray:
         """layers x experts: which (of the `experts` slice) at least one of `tokens` tokens picked."""
-        q = self.inclusion[:, experts]
-        return self.rng.random(q.shape) < 1 - (1 - q) ** tokens
+        key = (tokens, experts.start, experts.stop)
+        if key not in self._touch_probability:
+            self._touch_probability[key] = 1 - (1 - self.inclusion[:, experts]) ** tokens
+        probability = self._touch_probability[key]
+        return self.rng.random(probability.shape) < probability
 
     def expected_unique(self, tokens: int) -> float:
         """Expected distinct experts per layer for a batch of `tokens` tokens."""

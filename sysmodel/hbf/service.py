@@ -203,18 +203,18 @@ class HBFService:
     def _state(self) -> tuple:
         return (self.lru.last.copy(), self.lru.iteration,
                 copy.deepcopy(self.router.rng.bit_generator.state) if self.router else None,
-                self.thermal.temps.copy(), self.throttle.state, self.retention.damage.copy(),
+                self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
                 self.previous, self.refresh_share, self.clock)
 
     def _restore(self, state: tuple) -> None:
-        (last, iteration, rng, temps, throttle, damage, refreshed, counters, residency, trace, previous,
+        (last, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
          refresh_share, clock) = state
         self.lru.last, self.lru.iteration = last, iteration
         if rng is not None:
             self.router.rng.bit_generator.state = rng
         self.thermal.temps, self.throttle.state = temps, throttle
-        self.retention.damage, self.retention.refreshed = damage, refreshed
+        self.retention.aging, self.retention.refreshed = aging, refreshed
         self.counters, self.residency, self.previous = counters, residency, previous
         self.refresh_share, self.clock = refresh_share, clock
         del self.trace[trace:]

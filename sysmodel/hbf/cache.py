@@ -81,8 +81,9 @@ class LayerLRU:
             # object's are counted twice above; with earlier layers, "newer" means a later iteration.
             when = old[candidates] // (self.layers * self.slots)
             values, rank = np.unique(when, return_inverse=True)
-            table = np.zeros((self.layers + 1, values.size + 1), dtype=np.int64)
-            np.add.at(table, (layer[candidates] + 1, rank), 1)
+            width = values.size + 1
+            table = np.bincount((layer[candidates] + 1) * width + rank,
+                                minlength=(self.layers + 1) * width).reshape(self.layers + 1, width)
             before = np.cumsum(table, axis=0)                          # row l: layers < l
             later = np.cumsum(before[:, ::-1], axis=1)[:, ::-1]        # column u: iterations with rank >= u
             overlap[candidates] = later[layer[candidates], rank + 1]

@@ -11,7 +11,6 @@ in the previous iteration (recent routing, HBFSim's D6) and waits only for the o
 The servers price a block of iterations at once and may cut it short; the service keeps its state after
 each priced iteration and rolls back to the iterations that really ran when it is next asked (or at the end).
 """
-import copy
 import math
 from dataclasses import dataclass
 
@@ -202,7 +201,7 @@ class HBFService:
     # ----- snapshots --------------------------------------------------------------------------------------
     def _state(self) -> tuple:
         return (self.lru.last.copy(), self.lru.iteration,
-                copy.deepcopy(self.router.rng.bit_generator.state) if self.router else None,
+                self.router.rng.bit_generator.state if self.router else None,   # a fresh dict
                 self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
                 self.previous, self.refresh_share, self.clock)

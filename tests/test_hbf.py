@@ -231,3 +231,14 @@ def test_thousand_requests_with_hbf_are_fast() -> None:
     result = simulate(config)
     assert len(result.requests) == 1000
     assert time.process_time() - started < 2.0
+
+
+def test_blocks_cut_short_keep_only_the_iterations_that_ran() -> None:
+    """Poisson arrivals cut decode blocks; the service's clock (throttle residency summed) must end with the
+    last iteration that really ran, not with iterations priced and then dropped."""
+    hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
+    result = simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", PoissonArrivals(5, 30, 512, 64, 0.3, 1),
+                                       hardware, memory="C"))
+    last = max(r.finish for r in result.requests)
+    assert sum(result.summary["hbf"]["throttle_residency_s"].values()) == pytest.approx(last, rel=1e-9)
+    assert result.temperatures[-1][0] == pytest.approx(last, rel=1e-9)

@@ -49,13 +49,14 @@ class Thermal:
     def __init__(self, rc: PackageRC, ambient_c: float) -> None:
         self.rc, self.ambient = rc, ambient_c
         self._g = rc.conductance()
+        self._resistance = np.linalg.inv(self._g)         # K per W of each node's power, at steady state
         rate = -np.diag(1 / np.asarray(rc.capacitance)) @ self._g
         self._lambda, self._v = np.linalg.eig(rate)
         self._v_inv = np.linalg.inv(self._v)
         self.temps = np.full(len(NODES), float(ambient_c))
 
     def steady(self, power) -> np.ndarray:
-        return self.ambient + np.linalg.solve(self._g, np.asarray(power, dtype=float))
+        return self.ambient + self._resistance @ np.asarray(power, dtype=float)
 
     def step(self, dt: float, power) -> np.ndarray:
         target = self.steady(power)

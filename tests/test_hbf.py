@@ -14,9 +14,10 @@ from sysmodel.hbf.cache import FrameCache, LayerLRU
 from sysmodel.hbf.media import PAGE_BYTES, page_reads
 from sysmodel.hbf.retention import Retention, retention_s
 from sysmodel.hbf.routing import Router, RoutingModel, unique_per_layer
+from sysmodel.hbf.service import HBFOptions
 from sysmodel.hbf.thermal import PackageRC, Thermal, Throttle, first_order_step
 from sysmodel.simulate import SimulationConfig, simulate
-from sysmodel.workload import PoissonArrivals
+from sysmodel.workload import FixedBatch, PoissonArrivals
 
 
 # ----- media --------------------------------------------------------------------------------------------
@@ -183,6 +184,7 @@ def _layout_file(tmp_path, name, text):
     (["--hbf-grade", "2"], "needs a --memory layout"),
     (["--memory", "C", "--hbf-grade", "4"], "grade"),
     (["--memory", "C", "--prefetch", "always"], "unknown prefetch"),
+    (["--memory", "C", "--ambient-c", "85"], "ambient temperature"),
 ])
 def test_bad_hbf_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, extra, message) -> None:
     out = tmp_path / "out"
@@ -242,3 +244,19 @@ def test_blocks_cut_short_keep_only_the_iterations_that_ran() -> None:
     last = max(r.finish for r in result.requests)
     assert sum(result.summary["hbf"]["throttle_residency_s"].values()) == pytest.approx(last, rel=1e-9)
     assert result.temperatures[-1][0] == pytest.approx(last, rel=1e-9)
+
+
+def test_a_hot_package_throttles_and_waits_to_cool() -> None:
+    hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
+
+    def run(ambient: float):
+        return simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", FixedBatch(16, 512, 64), hardware,
+                                         memory="C", hbf=HBFOptions(ambient_c=ambient))).summary
+    cool, hot = run(45.0), run(79.0)
+    assert set(cool["hbf"]["throttle_residency_s"]) == {"normal", "light", "severe", "shutdown"}
+    assert cool["hbf"]["throttle_residency_s"]["normal"] == pytest.approx(
+        sum(cool["hbf"]["throttle_residency_s"].values()))
+    residency = hot["hbf"]["throttle_residency_s"]
+    assert residency["light"] > 0 and residency["severe"] + residency["shutdown"] > 0
+    assert hot["hbf"]["cooling_wait_s"] > 0
+    assert hot["tpot_s"]["p50"] > cool["tpot_s"]["p50"]

@@ -25,7 +25,7 @@ from .layout import GIB, Layout, objects
 from .media import PAGE_BYTES, HBFStack, page_reads
 from .retention import Retention
 from .routing import Router, RoutingModel
-from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle
+from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle, ThrottlePolicy
 
 PREFETCH = ("none", "next-layer", "moe-speculative")
 COOL_STEP_S = 0.01          # resolution of a wait for the package to cool out of Severe/Shutdown
@@ -47,8 +47,9 @@ class HBFOptions:
         require(self.frame_cache_gib is None or (math.isfinite(self.frame_cache_gib) and self.frame_cache_gib >= 0),
                 f"frame cache must be a finite number of GiB >= 0, got {self.frame_cache_gib}")
         require(self.prefetch in PREFETCH, f"unknown prefetch {self.prefetch!r}; choose one of {', '.join(PREFETCH)}")
-        require(math.isfinite(self.ambient_c) and -50 <= self.ambient_c < 100,
-                f"ambient temperature must be in [-50, 100) C, got {self.ambient_c}")
+        # At or above the Severe exit temperature an idle package could never leave Severe again.
+        require(math.isfinite(self.ambient_c) and -50 <= self.ambient_c < ThrottlePolicy().leave_severe_c,
+                f"ambient temperature must be in [-50, {ThrottlePolicy().leave_severe_c:g}) C, got {self.ambient_c}")
 
     def stack(self) -> HBFStack:
         return HBFStack(grade=self.grade) if self.read_s is None else HBFStack(grade=self.grade, read_s=self.read_s)
@@ -135,7 +136,7 @@ class HBFService:
         else:
             ahead, on_demand = miss & predicted, miss & demand & ~predicted
         wait_s = self._wait_for_service() if miss.any() else 0.0
-        rate = self._rate()
+        rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
         per_layer = compute_s / self.layers
         n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
         ahead_s = np.where(n_ahead > 0, self.stack.read_s + n_ahead * self.object_bytes / rate, 0.0)

@@ -67,6 +67,8 @@ class HBFService:
                  rc: PackageRC = PACKAGE) -> None:
         self.loop, self.base, self.layout, self.options = loop, base, layout, options
         self.stack = options.stack()
+        # Reads see the stacks through the memory-tier interface: tR as latency, bandwidth, energy per byte.
+        self.tier = self.stack.tier().scaled(layout.hbf_stacks)
         shard = base.shard
         self.layers, self.slots, self.object_bytes = objects(shard)
         self.object_pages = len(page_reads(0, int(self.object_bytes)))
@@ -139,8 +141,8 @@ class HBFService:
         rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
         per_layer = compute_s / self.layers
         n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
-        ahead_s = np.where(n_ahead > 0, self.stack.read_s + n_ahead * self.object_bytes / rate, 0.0)
-        demand_s = np.where(n_demand > 0, self.stack.read_s + n_demand * self.object_bytes / rate, 0.0)
+        ahead_s = np.where(n_ahead > 0, self.tier.latency_s + n_ahead * self.object_bytes / rate, 0.0)
+        demand_s = np.where(n_demand > 0, self.tier.latency_s + n_demand * self.object_bytes / rate, 0.0)
         # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
         overlap = np.concatenate(([0.0], np.full(self.layers - 1, per_layer)))
         late = ahead_s > overlap
@@ -160,12 +162,12 @@ class HBFService:
         self.previous = demand
         gpu_w = self.base.hardware.gpu.power_w * compute_s / seconds
         hbm_w = hbm_bytes / self.base.shard.tp * self.base.hardware.gpu.stack.energy_per_byte / seconds
-        hbf_w = fetched * self.object_bytes * self.stack.read_energy_per_byte / seconds
+        hbf_w = fetched * self.object_bytes * self.tier.energy_per_byte / seconds
         self._advance(seconds - wait_s, np.array([gpu_w, hbm_w, hbf_w]))
         return seconds, fetched * self.object_bytes
 
     def _rate(self) -> float:
-        return (self.layout.hbf_stacks * self.stack.bandwidth * self.throttle.service
+        return (self.tier.bandwidth * self.throttle.service
                 * (1.0 - self.refresh_share))
 
     def _wait_for_service(self) -> float:
@@ -184,7 +186,7 @@ class HBFService:
         self.residency[state] += dt
         self.throttle.update(float(temps[2]))
         self.clock += dt
-        refreshed = self.retention.advance(dt, float(temps[2])) if self.layout.weights == "hbf" else 0
+        refreshed = self.retention.advance(dt, float(temps[2]))
         if refreshed:
             nbytes = refreshed * self.object_bytes
             self.counters["refresh_read_bytes"] += nbytes
@@ -192,7 +194,7 @@ class HBFService:
             self.counters["pe_block_cycles"] += refreshed * self.blocks_per_object
             self.counters["refreshed_zones"] += refreshed
             pages = refreshed * self.object_pages
-            busy = (nbytes / (self.layout.hbf_stacks * self.stack.bandwidth)
+            busy = (nbytes / self.tier.bandwidth
                     + pages * self.stack.program_s / (self.layout.hbf_stacks * self.stack.outstanding_reads))
             self.refresh_share = min(0.99, busy / dt) if dt > 0 else 0.0
         else:

@@ -94,7 +94,8 @@ def _add_simulate(commands) -> None:
     hbf.add_argument("--memory", default="hbm", metavar="LAYOUT",
                      help="package per GPU: hbm (default, the hardware's own HBM), HBFSim's layouts A, B, C, or a "
                           "layout .toml/.json file")
-    hbf.add_argument("--hbf-grade", type=int, default=None, metavar="N", help="HBF bandwidth grade 1, 2 or 3 (default 1)")
+    hbf.add_argument("--hbf-grade", type=int, default=None, metavar="N",
+                     help="HBF bandwidth grade 1, 2 or 3 (default 1)")
     hbf.add_argument("--hbf-read-us", type=float, default=None, metavar="X", help="HBF page read time tR (default 20)")
     hbf.add_argument("--frame-cache-gb", type=float, default=None, metavar="X",
                      help="HBM frame cache for HBF pages, GiB per GPU (default: the layout's)")
@@ -272,7 +273,8 @@ def _folder_name(args, config) -> str:
     runs that differ only in them do not overwrite each other)."""
     system = args.system + (f"_{args.mmu_policy}" if args.mmu_policy else "") + (
         f"_chunk{args.chunk_tokens}" if args.chunk_tokens else "") + (
-        "".join(f"_{item}" for item in args.hw)) + (f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
+        "".join(f"_{item}" for item in args.hw)) + (
+        f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
         "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None))
     w = config.workload
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"

@@ -196,9 +196,12 @@ def item3(scale: Scale, out: Path) -> list[Claim]:
     fig.savefig(out / "item3.png", dpi=100)
     never = all(r["normal_s"] == r["horizon_s"] for r in rows if r["gpu_w"] == 0.0)
     full = [r for r in rows if r["gpu_w"] == 1400.0]
-    return [Claim("3", "sustained 384 GB/s without throttling (600 / 3,600 / 86,400 s)", "384.0 GB/s, Normal throughout",
-                  f"HBF alone: {'Normal throughout' if never else 'throttles'}; with the GPU at 1,400 W: "
-                  f"{full[-1]['sustained_gb_s']:.1f} GB/s at {full[-1]['horizon_s']:.0f} s",
+    state = {True: "Normal throughout", False: "throttles"}
+    return [Claim("3", "sustained 384 GB/s without throttling (600 / 3,600 / 86,400 s)",
+                  "384.0 GB/s, Normal throughout",
+                  f"HBF alone: {state[never]}; with the GPU at 1,400 W: {full[-1]['sustained_gb_s']:.1f} GB/s at "
+                  f"{full[-1]['horizon_s']:.0f} s, {state[all(r['normal_s'] == r['horizon_s'] for r in full)]} "
+                  f"(HBF die {full[-1]['hbf_c']:.0f} C)",
                   "our RC constants are assumptions for a liquid-cooled 1.4 kW package (sysmodel/hbf/thermal.py)"),
             Claim("3", "power at which each die alone reaches its limit", "compute 86.6 W (90 C), HBM 121.4 W, "
                   "HBF 105.9 W", ", ".join(f"{k} {v:.0f} W" for k, v in at_limit.items()),

@@ -2,7 +2,6 @@
 the throttle's hysteresis, the package RC network against the closed-form step response, Arrhenius
 deadlines, deduplicated MoE demand, and `simulate --memory` (outputs, bad input, speed)."""
 import json
-import math
 import time
 
 import numpy as np

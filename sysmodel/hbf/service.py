@@ -22,7 +22,7 @@ from ..execution import Cost, GPUExecution
 from ..operators import Work
 from .cache import LayerLRU
 from .layout import GIB, Layout, objects
-from .media import PAGE_BYTES, HBFStack, page_reads
+from .media import HBFStack, page_reads
 from .retention import Retention
 from .routing import Router, RoutingModel
 from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle, ThrottlePolicy

@@ -60,11 +60,8 @@ class LayerLRU:
         require(capacity >= 0, f"frame cache capacity must be >= 0 objects, got {capacity}")
         self.layers, self.slots, self.capacity = layers, slots, capacity
         self.last = np.full(layers * slots, -1, dtype=np.int64)   # sequence number of the last touch
+        self.order = np.arange(layers * slots)                     # objects, least recently touched first
         self.iteration = 0
-
-    def _seq(self, flat: np.ndarray) -> np.ndarray:
-        layer, slot = np.divmod(flat, self.slots)
-        return (self.iteration * self.layers + layer) * self.slots + slot
 
     def access(self, mask: np.ndarray) -> np.ndarray:
         """Touch the objects in `mask` (layers x slots); returns which of them hit."""
@@ -72,7 +69,11 @@ class LayerLRU:
         layer = flat // self.slots
         old = self.last[flat]
         seen = old >= 0
-        newer = self.last.size - np.searchsorted(np.sort(self.last), old, side="right")
+        # An object's place from the top of the recency order counts the objects touched since (never-touched
+        # objects sit at the bottom and are never asked about).
+        rank = np.empty(self.last.size, dtype=np.int64)
+        rank[self.order] = np.arange(self.last.size)
+        newer = self.last.size - 1 - rank[flat]
         earlier = np.searchsorted(layer, layer, side="left")          # touched in earlier layers this iteration
         candidates = np.flatnonzero(seen & (newer < self.capacity))
         overlap = np.zeros(flat.size, dtype=np.int64)
@@ -89,7 +90,8 @@ class LayerLRU:
             overlap[candidates] = later[layer[candidates], rank + 1]
         distance = newer + earlier - overlap
         hits = seen & (distance < self.capacity)
-        self.last[flat] = self._seq(flat)
+        self.last[flat] = self.iteration * self.last.size + flat     # (iteration, layer, slot) in order
+        self.order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
         self.iteration += 1
         out = np.zeros(mask.shape, dtype=bool)
         out.ravel()[flat] = hits

@@ -88,6 +88,7 @@ class HBFService:
         self.previous = np.zeros((self.layers, self.slots), dtype=bool)
         self.refresh_share = 0.0
         self.clock = 0.0
+        self._after_first = np.concatenate(([0.0], np.ones(self.layers - 1)))
         self._pending: tuple[list, np.ndarray] | None = None
 
     # ----- the executor interface -------------------------------------------------------------------------
@@ -139,24 +140,23 @@ class HBFService:
             ahead, on_demand = miss & predicted, miss & demand & ~predicted
         wait_s = self._wait_for_service() if miss.any() else 0.0
         rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
-        per_layer = compute_s / self.layers
         n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
         ahead_s = np.where(n_ahead > 0, self.tier.latency_s + n_ahead * self.object_bytes / rate, 0.0)
         demand_s = np.where(n_demand > 0, self.tier.latency_s + n_demand * self.object_bytes / rate, 0.0)
         # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
-        overlap = np.concatenate(([0.0], np.full(self.layers - 1, per_layer)))
+        overlap = self._after_first * (compute_s / self.layers)
         late = ahead_s > overlap
         stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum())
         seconds = compute_s + stall + wait_s
-        fetched = int(miss.sum())
-        useful_ahead = ahead & demand
-        c["accesses"] += float(demand.sum())
-        c["hits"] += float((demand & hits).sum())
-        c["prefetched_in_time"] += float((useful_ahead & ~late[:, None]).sum())
+        fetched = int(np.count_nonzero(miss))
+        useful = (ahead & demand).sum(axis=1)           # prefetched objects the layer does use
+        c["accesses"] += np.count_nonzero(demand)
+        c["hits"] += np.count_nonzero(demand & hits)
+        c["prefetched_in_time"] += float(useful[~late].sum())
         c["media_reads"] += fetched * self.object_pages
-        c["media_reads_waited"] += (float(on_demand.sum()) + float((ahead & late[:, None]).sum())) * self.object_pages
+        c["media_reads_waited"] += float(n_demand.sum() + n_ahead[late].sum()) * self.object_pages
         c["media_bytes"] += fetched * self.object_bytes
-        c["wasted_prefetch_bytes"] += float((ahead & ~demand).sum()) * self.object_bytes
+        c["wasted_prefetch_bytes"] += float(n_ahead.sum() - useful.sum()) * self.object_bytes
         c["fill_bytes"] += fetched * self.object_bytes
         c["stall_s"] += stall
         self.previous = demand
@@ -203,16 +203,16 @@ class HBFService:
 
     # ----- snapshots --------------------------------------------------------------------------------------
     def _state(self) -> tuple:
-        return (self.lru.last.copy(), self.lru.iteration,
+        return (self.lru.last.copy(), self.lru.order, self.lru.iteration,
                 self.router.rng.bit_generator.state if self.router else None,   # a fresh dict
                 self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
                 self.previous, self.refresh_share, self.clock)
 
     def _restore(self, state: tuple) -> None:
-        (last, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
+        (last, order, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
          refresh_share, clock) = state
-        self.lru.last, self.lru.iteration = last, iteration
+        self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
         if rng is not None:
             self.router.rng.bit_generator.state = rng
         self.thermal.temps, self.throttle.state = temps, throttle

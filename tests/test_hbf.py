@@ -259,3 +259,7 @@ def test_a_hot_package_throttles_and_waits_to_cool() -> None:
     assert residency["light"] > 0 and residency["severe"] + residency["shutdown"] > 0
     assert hot["hbf"]["cooling_wait_s"] > 0
     assert hot["tpot_s"]["p50"] > cool["tpot_s"]["p50"]
+    # Hotter dies retain data for less time: more zones reach their deadline, are reread and reprogrammed.
+    assert hot["hbf"]["refreshed_zones"] > cool["hbf"]["refreshed_zones"]
+    assert hot["hbf"]["hbf_programmed_bytes"] == hot["hbf"]["hbf_refresh_read_bytes"] > 0
+    assert hot["hbf"]["pe_cycles_per_block"] > 0

@@ -87,6 +87,7 @@ class HBFService:
         self.trace: list[tuple[float, float, float, float, int]] = []
         self.previous = np.zeros((self.layers, self.slots), dtype=bool)
         self.refresh_share = 0.0
+        self.refresh_heat_j = 0.0
         self.clock = 0.0
         self._after_first = np.concatenate(([0.0], np.ones(self.layers - 1)))
         self._pending: tuple[list, np.ndarray] | None = None
@@ -180,7 +181,11 @@ class HBFService:
         return waited
 
     def _advance(self, dt: float, power: np.ndarray) -> None:
-        """Hold `power` (W: GPU, HBM, HBF) for dt: heat, throttle, age, refresh."""
+        """Hold `power` (W: GPU, HBM, HBF) for dt: heat, throttle, age, refresh. The previous step's refresh
+        (read + program energy) heats the HBF dies during this one."""
+        if self.refresh_heat_j and dt > 0:
+            power = power + np.array([0.0, 0.0, self.refresh_heat_j / dt])
+            self.refresh_heat_j = 0.0
         state = self.throttle.state
         temps = self.thermal.step(dt, power)
         self.residency[state] += dt
@@ -197,6 +202,7 @@ class HBFService:
             busy = (nbytes / self.tier.bandwidth
                     + pages * self.stack.program_s / (self.layout.hbf_stacks * self.stack.outstanding_reads))
             self.refresh_share = min(0.99, busy / dt) if dt > 0 else 0.0
+            self.refresh_heat_j = nbytes * (self.tier.energy_per_byte + self.stack.program_energy_per_byte)
         else:
             self.refresh_share = 0.0
         self.trace.append((self.clock, *map(float, temps), self.throttle.state))
@@ -207,18 +213,18 @@ class HBFService:
                 self.router.rng.bit_generator.state if self.router else None,   # a fresh dict
                 self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
-                self.previous, self.refresh_share, self.clock)
+                self.previous, self.refresh_share, self.refresh_heat_j, self.clock)
 
     def _restore(self, state: tuple) -> None:
         (last, order, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
-         refresh_share, clock) = state
+         refresh_share, refresh_heat, clock) = state
         self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
         if rng is not None:
             self.router.rng.bit_generator.state = rng
         self.thermal.temps, self.throttle.state = temps, throttle
         self.retention.aging, self.retention.refreshed = aging, refreshed
         self.counters, self.residency, self.previous = counters, residency, previous
-        self.refresh_share, self.clock = refresh_share, clock
+        self.refresh_share, self.refresh_heat_j, self.clock = refresh_share, refresh_heat, clock
         del self.trace[trace:]
 
     # ----- results ----------------------------------------------------------------------------------------

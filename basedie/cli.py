@@ -114,6 +114,20 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
                           help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
     _add_fidelity_options(simulate)
     _add_quantization(simulate)
+    # High-Bandwidth Flash (issue 14, docs/hbf.md); the HBF flags need a layout with HBF stacks.
+    hbf = simulate.add_argument_group("High-Bandwidth Flash (docs/hbf.md)")
+    hbf.add_argument("--memory", default="hbm", metavar="LAYOUT",
+                     help="package per GPU: hbm (default, the hardware's own HBM), HBFSim's layouts A, B, C, or a "
+                          "layout .toml/.json file")
+    hbf.add_argument("--hbf-grade", type=int, default=None, metavar="N",
+                     help="HBF bandwidth grade 1, 2 or 3 (default 1)")
+    hbf.add_argument("--hbf-read-us", type=float, default=None, metavar="X", help="HBF page read time tR (default 20)")
+    hbf.add_argument("--frame-cache-gb", type=float, default=None, metavar="X",
+                     help="HBM frame cache for HBF pages, GiB per GPU (default: the layout's)")
+    hbf.add_argument("--prefetch", default=None, metavar="MODE", help="none (default), next-layer or moe-speculative")
+    hbf.add_argument("--ambient-c", type=float, default=None, metavar="T", help="coolant temperature (default 45 C)")
+    hbf.add_argument("--routing-skew", type=float, default=None, metavar="S",
+                     help="MoE expert popularity ~ rank^-S (default 0: uniform)")
     simulate.set_defaults(run=_simulate)
     return simulate
 
@@ -134,6 +148,31 @@ def _add_quantization(simulate) -> None:
     simulate.add_argument("--dqb-link", default="expanded", choices=("expanded", "unbounded"),
                           help="--dequant dqb: the die-to-die link carries the expanded 16-bit weights at the "
                                "stack's bandwidth (default), or is assumed not to bind")
+
+
+HBF_FLAGS = ("hbf_grade", "hbf_read_us", "frame_cache_gb", "prefetch", "ambient_c", "routing_skew")
+
+
+def _hbf_options(args):
+    """The HBF options of `simulate`: refused without a layout that stores weights in HBF (no effect)."""
+    from sysmodel.hbf.layout import resolve_layout
+    from sysmodel.hbf.service import HBFOptions
+
+    given = [flag for flag in HBF_FLAGS if getattr(args, flag) is not None]
+    layout = resolve_layout(args.memory)
+    if given and (layout is None or layout.weights != "hbf"):
+        raise UsageError(f"--{given[0].replace('_', '-')} needs a --memory layout with weights in HBF (B, C or a file)")
+    for flag in ("hbf_read_us", "frame_cache_gb", "ambient_c", "routing_skew"):
+        value = getattr(args, flag)
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"--{flag.replace('_', '-')} must be a finite number, got {value}")
+    if args.routing_skew is not None and args.routing_skew < 0:
+        raise UsageError(f"--routing-skew must be >= 0, got {args.routing_skew}")
+    return HBFOptions(grade=1 if args.hbf_grade is None else args.hbf_grade,
+                      read_s=None if args.hbf_read_us is None else args.hbf_read_us * 1e-6,
+                      frame_cache_gib=args.frame_cache_gb, prefetch=args.prefetch or "none",
+                      ambient_c=45.0 if args.ambient_c is None else args.ambient_c,
+                      routing_skew=args.routing_skew or 0.0, seed=args.seed)
 
 
 def _add_bench_options(parser: argparse.ArgumentParser) -> None:
@@ -302,7 +341,7 @@ def _simulation_config(args):
     hardware = with_overrides(resolve_hardware(args.hardware), overrides)
     return SimulationConfig(_fidelity_system(args), resolve_model(args.model), workload, hardware,
                             args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args),
-                            args.perf_model)
+                            args.perf_model, args.memory, _hbf_options(args))
 
 
 def _quantization(args):
@@ -325,7 +364,9 @@ def _folder_name(args, config) -> str:
         f"_{args.perf_model}" if args.perf_model != "roofline" else "") + (
         "".join(f"_{v}" for v in (args.weights, args.group_size, args.dequant, args.kernel) if v not in (None, "fp16"))
         + (f"_{args.activations}" if args.activations != "fp16" else "")
-        + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else ""))
+        + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else "")) + (
+        f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
+        "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None))
     w = config.workload
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"

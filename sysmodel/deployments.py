@@ -58,6 +58,8 @@ def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
     spec = parse(system)
     if not isinstance(spec, Colocated):
         return build_named(system, setting, loop, spec)
+    require(setting.layout is None or setting.layout.weights != "hbf",
+            f"weights in HBF are not modelled for colocated deployments ({system})")
     built = ServingSystem(loop, system)
     _colocated_instances(spec, setting, built)
     return built

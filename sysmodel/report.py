@@ -24,7 +24,7 @@ from .metrics import time_between_tokens
 from .simulate import Result
 
 DATA_FILES = ("summary.json", "config.json", "requests.csv", "servers.csv")
-PLOT_FILES = ("latency_cdf.png", "timeline.png", "utilization.png")
+PLOT_FILES = ("latency_cdf.png", "timeline.png", "utilization.png", "temperature.png")   # the last with HBF
 TIMELINE_REQUESTS = 200      # bars beyond this are too thin to read
 
 
@@ -87,6 +87,8 @@ def _write_files(result: Result, folder: Path, command: Sequence[str], plots: bo
     plot_latency_cdf(result, folder / "latency_cdf.png")
     plot_timeline(result, folder / "timeline.png")
     plot_utilization(result, folder / "utilization.png")
+    if result.temperatures:
+        plot_temperature(result, folder / "temperature.png")
 
 
 def _version() -> str:
@@ -183,6 +185,8 @@ def format_summary(result: Result) -> str:
         ("energy", f"{s['energy_j']['per_request']:.1f} J/request, "
                    f"{s['energy_j']['per_output_token']:.2f} J/output token"),
     ]
+    if "hbf" in s:
+        rows += _hbf_rows(s["hbf"])
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label.ljust(width)}  {value}" for label, value in rows)
 
@@ -270,3 +274,36 @@ def plot_utilization(result: Result, path: Path) -> None:
     ax.grid(axis="y", alpha=0.3)
     figure.savefig(path, dpi=100)
 
+
+
+def _hbf_rows(h: dict) -> list[tuple[str, str]]:
+    residency = h["throttle_residency_s"]
+    total = sum(residency.values()) or 1.0
+    return [
+        ("HBF media reads", f"{h['hbf_media_read_bytes'] / 1e9:.2f} GB ({h['media_page_reads']:.0f} pages, "
+                            f"{h['media_page_reads_waited']:.0f} waited for)"),
+        ("HBM frame fills", f"{h['hbm_frame_fill_bytes'] / 1e9:.2f} GB"),
+        ("frame cache hits", f"{h['frame_cache_hit_rate']:.1%} of weight accesses "
+                             f"({h['served_without_media_read_fraction']:.1%} without a media read)"),
+        ("throttle residency", ", ".join(f"{k} {v / total:.1%}" for k, v in residency.items())),
+        ("max temperature", ", ".join(f"{k} {v:.1f} C" for k, v in h["max_temperature_c"].items())),
+        ("refresh / P/E", f"{h['hbf_refresh_read_bytes'] / 1e9:.3f} GB refreshed, "
+                          f"{h['pe_cycles_per_block']:.2e} P/E cycles per block"),
+    ]
+
+
+def plot_temperature(result: Result, path: Path) -> None:
+    """Die temperatures of the (first) package over the run, and the throttle state."""
+    trace = np.array(result.temperatures)
+    figure = _figure(12, 4.2)
+    ax = figure.subplots()
+    for column, label in ((1, "GPU"), (2, "HBM"), (3, "HBF")):
+        ax.plot(trace[:, 0], trace[:, column], label=label)
+    ax.set(xlabel="time (s)", ylabel="die temperature (C)", title=f"Package temperature: {_title(result)}")
+    states = ax.twinx()
+    states.step(trace[:, 0], trace[:, 4], where="pre", color="0.5", alpha=0.5)
+    states.set(ylabel="throttle state", yticks=range(4), yticklabels=["normal", "light", "severe", "shutdown"],
+               ylim=(-0.2, 3.2))
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    figure.savefig(path, dpi=100)

@@ -4,7 +4,7 @@ Arrivals later than 1e7 s are counted from the first one (a trace stamped in epo
 lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite
 is an error, not a row of nulls."""
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from . import verified
 from .arbitration import POLICIES
@@ -12,6 +12,9 @@ from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
+from .hbf.layout import Layout, resolve_layout
+from .hbf.media import PROVENANCE
+from .hbf.service import HBFOptions
 from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
 from .presets import PRESETS
@@ -31,6 +34,8 @@ class SimulationConfig:
     chunk_tokens: int | None = None
     quantization: Quantization = Quantization()
     perf_model: str = "roofline"
+    memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/hbf.md)
+    hbf: HBFOptions = HBFOptions()
 
 
 @dataclass
@@ -39,6 +44,7 @@ class Result:
     requests: list[Request]
     summary: dict
     rows: list[dict] = field(default_factory=list)
+    temperatures: list[tuple] = field(default_factory=list)   # (s, GPU, HBM, HBF C, throttle state) with HBF
 
 
 def resolve_hardware(spec: str | Hardware) -> Hardware:
@@ -58,8 +64,14 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
             f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
     hardware = resolve_hardware(config.hardware)
+    layout = config.memory if isinstance(config.memory, Layout) else resolve_layout(config.memory)
+    if layout is not None:
+        if config.hbf.frame_cache_gib is not None:
+            layout = replace(layout, frame_cache_gib=config.hbf.frame_cache_gib)
+        hardware = layout.hardware(hardware)
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens, config.quantization, config.perf_model)
+                      config.max_batch, config.chunk_tokens, config.quantization, config.perf_model, layout,
+                      config.hbf)
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = _from_first_arrival(config.workload.generate())
@@ -72,6 +84,10 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     _require_finite_times(requests)
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
                         hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
+    for service in system.hbf:
+        service.settle(math.inf)
+    if system.hbf:
+        summary["hbf"] = _hbf_summary([service.summary() for service in system.hbf])
     _require_finite_summary(summary)
     resolved = {
         "system": config.system, "system_spec": repr(spec), "model": asdict(model),
@@ -81,8 +97,32 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") or isinstance(spec, Colocated) else None,
         "quantization": asdict(config.quantization),
         "verified_blocks": _used_figures(setting, config.system),
+        "memory": asdict(layout) if layout is not None else "hbm",
     }
-    return Result(resolved, requests, summary, [request_row(r) for r in requests])
+    if system.hbf:
+        resolved["hbf"] = {**asdict(config.hbf), "stack": asdict(system.hbf[0].stack),
+                           "provenance": [asdict(p) for p in PROVENANCE]}
+    return Result(resolved, requests, summary, [request_row(r) for r in requests],
+                  system.hbf[0].trace if system.hbf else [])
+
+
+def _hbf_summary(parts: list[dict]) -> dict:
+    """The instances' HBF figures: traffic and counts summed, the hottest package's temperatures and the
+    first instance's throttle residency (instances of one system run alike), rates over the sums."""
+    total = {key: sum(p[key] for p in parts) for key, value in parts[0].items() if isinstance(value, float)
+             and key not in ("object_bytes", "pe_cycles_per_block", "stall_s", "cooling_wait_s")}
+    accesses = total["accesses"]
+    return {**total,
+            "frame_cache_hit_rate": total["frame_cache_hits"] / accesses if accesses else math.nan,
+            "served_without_media_read_fraction": total["served_without_media_read"] / accesses if accesses
+            else math.nan,
+            "pe_cycles_per_block": max(p["pe_cycles_per_block"] for p in parts),
+            "stall_s": max(p["stall_s"] for p in parts),
+            "cooling_wait_s": max(p["cooling_wait_s"] for p in parts),
+            "throttle_residency_s": parts[0]["throttle_residency_s"],
+            "max_temperature_c": {k: max(p["max_temperature_c"][k] for p in parts)
+                                  for k in parts[0]["max_temperature_c"]},
+            "instances": len(parts)}
 
 
 # Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).

@@ -21,6 +21,8 @@ from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .execution import GPUExecution, LaneFigures, PNMExecution
 from .hardware import Hardware
+from .hbf.layout import Layout
+from .hbf.service import HBFOptions, HBFService
 from .llm import LLM
 from .operators import Shard
 from .quantized import GemmModel, Quantization
@@ -84,9 +86,13 @@ class Setting:
     chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
     quantization: Quantization = Quantization()
     perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
+    layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
+    hbf: HBFOptions = HBFOptions()
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
+        require(self.layout is None or not self.quantization.quantized,
+                "quantized weights in an HBF package layout are not modelled (use --weights fp16 with --memory)")
         require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
 
     @property
@@ -125,6 +131,9 @@ def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     """The KV-cache capacity of one instance: what its GPUs' memory holds beyond their weights."""
     capacity = setting.hardware.gpu.memory.capacity_bytes
     weights = setting.weight_bytes(shard)
+    if setting.layout is not None:
+        setting.layout.check(shard)
+        weights = setting.layout.hbm_resident_bytes(shard)
     if weights >= capacity:
         raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
                           f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
@@ -139,6 +148,7 @@ class ServingSystem:
         self.accounts: list[Accounting] = []
         self.finished: list[Request] = []
         self.submit: Callable[[Request], None] = lambda request: None
+        self.hbf: list[HBFService] = []
 
     def account(self, name: str, device: str, peak_flops: float, bandwidth: float, power_w: float,
                 hbm_energy_per_byte: float) -> Accounting:
@@ -154,10 +164,28 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
             raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
         spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
+    require(not _in_hbf(setting) or isinstance(spec, (Chunked, SingleGPU, Disaggregated)),
+            f"weights in HBF are modelled for systems whose servers do not share a memory tier (chunked, gpu, "
+            f"pd-*), not {system}")
     builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
                 SingleGPU: _single_gpu}
     builders[type(spec)](spec, setting, built)
     return built
+
+
+# HBF (issue 14): with weights in HBF, each GPU instance's executor runs behind a stateful `HBFService`.
+def _in_hbf(setting: Setting) -> bool:
+    return setting.layout is not None and setting.layout.weights == "hbf"
+
+
+def _gpu_cost(setting: Setting, built: ServingSystem, shard: Shard) -> Callable:
+    """The iteration cost of GPUs holding `shard`, through the HBF tier when the layout puts the weights there."""
+    gpu = gpu_execution(setting, shard)
+    if not _in_hbf(setting):
+        return gpu.cost
+    service = HBFService(built.loop, gpu, setting.layout, setting.hbf)
+    built.hbf.append(service)
+    return service.cost
 
 
 def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
@@ -217,7 +245,7 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
     shard = Shard(setting.model, gpus)
     account = built.account("chunked prefill" if gpus > 1 else "GPU", "gpu", gpus * hw.gpu.flops,
                             gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
-    server = MixedServer(built.loop, "mixed", gpu_execution(setting, shard).cost, account,
+    server = MixedServer(built.loop, "mixed", _gpu_cost(setting, built, shard), account,
                          kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
                          chunk_tokens=setting.chunk, finished=built.finished.append)
     built.submit = server.submit
@@ -237,7 +265,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decoders = []
     for index in range(spec.decode_instances):
         decoders.append(DecodeServer(
-            loop, f"decode{index}", gpu_execution(setting, decode_shard).cost,
+            loop, f"decode{index}", _gpu_cost(setting, built, decode_shard),
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
                           spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * setting.gpu_power_w, e_hbm),
             kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
@@ -267,7 +295,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
         server = PrefillServer(
-            loop, f"prefill{index}", gpu_execution(setting, prefill_shard).cost,
+            loop, f"prefill{index}", _gpu_cost(setting, built, prefill_shard),
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w, e_hbm),
             kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)

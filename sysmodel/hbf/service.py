@@ -1,0 +1,257 @@
+"""The stateful HBF service behind a GPU executor: each iteration's weight reads go through the frame cache;
+misses are read from the media (tR, then the bytes at the service rate), hidden or not by prefetch; the
+package heats and throttles; retention deadlines cause refresh traffic that competes with foreground reads.
+
+Service rate = stacks x min(grade bandwidth, outstanding reads x page / tR) x throttle factor x (1 - the
+share refresh took in the previous iteration). Decode is layer-ordered: with `next-layer` prefetch, layer
+l+1's misses are fetched while layer l computes (a dense model's weights are known ahead; an MoE model's
+experts are not: its router runs first); with `moe-speculative`, each layer prefetches the experts it used
+in the previous iteration (recent routing, HBFSim's D6) and waits only for the ones it did not predict.
+
+The servers price a block of iterations at once and may cut it short; the service keeps its state after
+each priced iteration and rolls back to the iterations that really ran when it is next asked (or at the end).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine import EventLoop
+from ..errors import require
+from ..execution import Cost, GPUExecution
+from ..operators import Work
+from .cache import LayerLRU
+from .layout import GIB, Layout, objects
+from .media import HBFStack, page_reads
+from .retention import Retention
+from .routing import Router, RoutingModel
+from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle, ThrottlePolicy
+
+PREFETCH = ("none", "next-layer", "moe-speculative")
+COOL_STEP_S = 0.01          # resolution of a wait for the package to cool out of Severe/Shutdown
+
+
+@dataclass(frozen=True)
+class HBFOptions:
+    grade: int = 1
+    read_s: float | None = None          # default: the stack's tR (20 us)
+    frame_cache_gib: float | None = None  # default: the layout's (applied to the layout by `simulate`)
+    prefetch: str = "none"
+    ambient_c: float = 45.0
+    routing_skew: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(self.read_s is None or (math.isfinite(self.read_s) and self.read_s > 0),
+                f"HBF page read time must be a finite number > 0, got {self.read_s}")
+        require(self.frame_cache_gib is None or (math.isfinite(self.frame_cache_gib) and self.frame_cache_gib >= 0),
+                f"frame cache must be a finite number of GiB >= 0, got {self.frame_cache_gib}")
+        require(self.prefetch in PREFETCH, f"unknown prefetch {self.prefetch!r}; choose one of {', '.join(PREFETCH)}")
+        # At or above the Severe exit temperature an idle package could never leave Severe again.
+        require(math.isfinite(self.ambient_c) and -50 <= self.ambient_c < ThrottlePolicy().leave_severe_c,
+                f"ambient temperature must be in [-50, {ThrottlePolicy().leave_severe_c:g}) C, got {self.ambient_c}")
+
+    def stack(self) -> HBFStack:
+        return HBFStack(grade=self.grade) if self.read_s is None else HBFStack(grade=self.grade, read_s=self.read_s)
+
+
+COUNTERS = ("accesses", "hits", "prefetched_in_time", "media_reads", "media_reads_waited", "media_bytes",
+            "wasted_prefetch_bytes", "fill_bytes", "refresh_read_bytes", "programmed_bytes", "pe_block_cycles",
+            "refreshed_zones", "cooling_wait_s", "stall_s")
+
+
+class HBFService:
+    """One GPU instance's HBF tiers (its `tp` GPUs are alike: one package is modelled, traffic x tp)."""
+
+    def __init__(self, loop: EventLoop, base: GPUExecution, layout: Layout, options: HBFOptions,
+                 rc: PackageRC = PACKAGE) -> None:
+        self.loop, self.base, self.layout, self.options = loop, base, layout, options
+        self.stack = options.stack()
+        # Reads see the stacks through the memory-tier interface: tR as latency, bandwidth, energy per byte.
+        self.tier = self.stack.tier().scaled(layout.hbf_stacks)
+        shard = base.shard
+        self.layers, self.slots, self.object_bytes = objects(shard)
+        self.object_pages = len(page_reads(0, int(self.object_bytes)))
+        self.lru = LayerLRU(self.layers, self.slots, int(layout.frame_cache_gib * GIB // self.object_bytes))
+        model = shard.model
+        self.router = Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew, options.seed),
+                             self.layers) if model.moe else None
+        self.thermal = Thermal(rc, options.ambient_c)
+        self.throttle = Throttle()
+        zones = self.layers * self.slots
+        # Zones were written at evenly spread times (a device in steady use), so deadlines arrive evenly.
+        self.retention = Retention(zones, (np.arange(zones) + 0.5) / zones)
+        self.blocks_per_object = -(-self.object_pages // self.stack.pages_per_block)
+        self.counters = dict.fromkeys(COUNTERS, 0.0)
+        self.residency = [0.0] * len(STATES)
+        self.trace: list[tuple[float, float, float, float, int]] = []
+        self.previous = np.zeros((self.layers, self.slots), dtype=bool)
+        self.refresh_share = 0.0
+        self.refresh_heat_j = 0.0
+        self.clock = 0.0
+        self._after_first = np.concatenate(([0.0], np.ones(self.layers - 1)))
+        self._pending: tuple[list, np.ndarray] | None = None
+
+    # ----- the executor interface -------------------------------------------------------------------------
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads=None) -> Cost:
+        self.settle(self.loop.now)
+        if self.loop.now > self.clock:
+            self._advance(self.loop.now - self.clock, np.zeros(3))
+        base = self.base.cost(work, bandwidth_scale, loads)
+        count = np.size(base.seconds)
+        fields = [np.broadcast_to(np.asarray(f, dtype=float), (count,)) for f in base]
+        seconds, fill, states = np.empty(count), np.empty(count), []
+        for i in range(count):
+            states.append(self._state())
+            seconds[i], fill[i] = self._iteration(int(np.broadcast_to(work.tokens, (count,))[i]), fields[0][i],
+                                                  fields[2][i])
+        states.append(self._state())
+        self._pending = (states, self.loop.now + np.cumsum(seconds))
+        tp = self.base.shard.tp
+        hbm = fields[2] + fill * tp
+        offered = hbm / tp / (seconds * self.base.hardware.gpu.memory.bandwidth)
+        if count == 1 and not isinstance(base.seconds, np.ndarray):
+            return Cost(float(seconds[0]), float(fields[1][0]), float(hbm[0]), float(fields[3][0]), float(offered[0]))
+        return Cost(seconds, fields[1].copy(), hbm, fields[3].copy(), offered)
+
+    def settle(self, now: float) -> None:
+        """Keep the state of the iterations of the last priced block that ended by `now`."""
+        if self._pending is None:
+            return
+        states, ends = self._pending
+        done = int(np.searchsorted(ends, now * (1 + 1e-12) + 1e-15, side="right"))
+        self._restore(states[done])
+        self._pending = None
+
+    # ----- one iteration --------------------------------------------------------------------------------
+    def _iteration(self, tokens: int, compute_s: float, hbm_bytes: float) -> tuple[float, float]:
+        """Seconds of one iteration whose compute alone (weights at HBM speed) takes `compute_s`, and the
+        bytes written into the frame cache."""
+        c, o = self.counters, self.options
+        moe = self.router is not None
+        demand = (self.router.touched(tokens, slice(0, self.slots)) if moe
+                  else np.ones((self.layers, self.slots), dtype=bool))
+        predicted = self.previous if o.prefetch == "moe-speculative" and moe else np.zeros_like(demand)
+        touched = demand | predicted
+        hits = self.lru.access(touched)
+        miss = touched & ~hits
+        if o.prefetch == "next-layer" and not moe:
+            ahead, on_demand = miss, np.zeros_like(miss)
+        else:
+            ahead, on_demand = miss & predicted, miss & demand & ~predicted
+        wait_s = self._wait_for_service() if miss.any() else 0.0
+        rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
+        n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
+        ahead_s = np.where(n_ahead > 0, self.tier.latency_s + n_ahead * self.object_bytes / rate, 0.0)
+        demand_s = np.where(n_demand > 0, self.tier.latency_s + n_demand * self.object_bytes / rate, 0.0)
+        # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
+        overlap = self._after_first * (compute_s / self.layers)
+        late = ahead_s > overlap
+        stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum())
+        seconds = compute_s + stall + wait_s
+        fetched = int(np.count_nonzero(miss))
+        useful = (ahead & demand).sum(axis=1)           # prefetched objects the layer does use
+        c["accesses"] += np.count_nonzero(demand)
+        c["hits"] += np.count_nonzero(demand & hits)
+        c["prefetched_in_time"] += float(useful[~late].sum())
+        c["media_reads"] += fetched * self.object_pages
+        c["media_reads_waited"] += float(n_demand.sum() + n_ahead[late].sum()) * self.object_pages
+        c["media_bytes"] += fetched * self.object_bytes
+        c["wasted_prefetch_bytes"] += float(n_ahead.sum() - useful.sum()) * self.object_bytes
+        c["fill_bytes"] += fetched * self.object_bytes
+        c["stall_s"] += stall
+        self.previous = demand
+        gpu_w = self.base.hardware.gpu.power_w * compute_s / seconds
+        hbm_w = hbm_bytes / self.base.shard.tp * self.base.hardware.gpu.stack.energy_per_byte / seconds
+        hbf_w = fetched * self.object_bytes * self.tier.energy_per_byte / seconds
+        self._advance(seconds - wait_s, np.array([gpu_w, hbm_w, hbf_w]))
+        return seconds, fetched * self.object_bytes
+
+    def _rate(self) -> float:
+        return (self.tier.bandwidth * self.throttle.service
+                * (1.0 - self.refresh_share))
+
+    def _wait_for_service(self) -> float:
+        """Severe and Shutdown serve nothing: the reads wait, the package idles and cools."""
+        waited = 0.0
+        while self.throttle.service == 0.0:
+            self._advance(COOL_STEP_S, np.zeros(3))
+            waited += COOL_STEP_S
+        self.counters["cooling_wait_s"] += waited
+        return waited
+
+    def _advance(self, dt: float, power: np.ndarray) -> None:
+        """Hold `power` (W: GPU, HBM, HBF) for dt: heat, throttle, age, refresh. The previous step's refresh
+        (read + program energy) heats the HBF dies during this one."""
+        if self.refresh_heat_j and dt > 0:
+            power = power + np.array([0.0, 0.0, self.refresh_heat_j / dt])
+            self.refresh_heat_j = 0.0
+        state = self.throttle.state
+        temps = self.thermal.step(dt, power)
+        self.residency[state] += dt
+        self.throttle.update(float(temps[2]))
+        self.clock += dt
+        refreshed = self.retention.advance(dt, float(temps[2]))
+        if refreshed:
+            nbytes = refreshed * self.object_bytes
+            self.counters["refresh_read_bytes"] += nbytes
+            self.counters["programmed_bytes"] += nbytes
+            self.counters["pe_block_cycles"] += refreshed * self.blocks_per_object
+            self.counters["refreshed_zones"] += refreshed
+            pages = refreshed * self.object_pages
+            busy = (nbytes / self.tier.bandwidth
+                    + pages * self.stack.program_s / (self.layout.hbf_stacks * self.stack.outstanding_reads))
+            self.refresh_share = min(0.99, busy / dt) if dt > 0 else 0.0
+            self.refresh_heat_j = nbytes * (self.tier.energy_per_byte + self.stack.program_energy_per_byte)
+        else:
+            self.refresh_share = 0.0
+        self.trace.append((self.clock, *map(float, temps), self.throttle.state))
+
+    # ----- snapshots --------------------------------------------------------------------------------------
+    def _state(self) -> tuple:
+        return (self.lru.last.copy(), self.lru.order, self.lru.iteration,
+                self.router.rng.bit_generator.state if self.router else None,   # a fresh dict
+                self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
+                self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
+                self.previous, self.refresh_share, self.refresh_heat_j, self.clock)
+
+    def _restore(self, state: tuple) -> None:
+        (last, order, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
+         refresh_share, refresh_heat, clock) = state
+        self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
+        if rng is not None:
+            self.router.rng.bit_generator.state = rng
+        self.thermal.temps, self.throttle.state = temps, throttle
+        self.retention.aging, self.retention.refreshed = aging, refreshed
+        self.counters, self.residency, self.previous = counters, residency, previous
+        self.refresh_share, self.refresh_heat_j, self.clock = refresh_share, refresh_heat, clock
+        del self.trace[trace:]
+
+    # ----- results ----------------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """Per-GPU package figures (traffic x tp for the instance)."""
+        c, tp = self.counters, self.base.shard.tp
+        hbf_blocks = self.layers * self.slots * self.blocks_per_object
+        return {
+            "gpus": tp,
+            "frame_cache_objects": self.lru.capacity,
+            "object_bytes": self.object_bytes,
+            "accesses": c["accesses"] * tp,
+            "frame_cache_hits": c["hits"] * tp,
+            "served_without_media_read": (c["hits"] + c["prefetched_in_time"]) * tp,
+            "media_page_reads": c["media_reads"] * tp,
+            "media_page_reads_waited": c["media_reads_waited"] * tp,
+            "hbf_media_read_bytes": c["media_bytes"] * tp,
+            "hbf_wasted_prefetch_bytes": c["wasted_prefetch_bytes"] * tp,
+            "hbm_frame_fill_bytes": c["fill_bytes"] * tp,
+            "hbf_refresh_read_bytes": c["refresh_read_bytes"] * tp,
+            "hbf_programmed_bytes": c["programmed_bytes"] * tp,
+            "refreshed_zones": c["refreshed_zones"] * tp,
+            "pe_cycles_per_block": c["pe_block_cycles"] / hbf_blocks if self.layout.weights == "hbf" else 0.0,
+            "stall_s": c["stall_s"],
+            "cooling_wait_s": c["cooling_wait_s"],
+            "throttle_residency_s": dict(zip(STATES, self.residency)),
+            "max_temperature_c": dict(zip(("gpu", "hbm", "hbf"),
+                                          np.max([t[1:4] for t in self.trace], axis=0).tolist()))
+            if self.trace else {},
+        }

@@ -1,0 +1,104 @@
+"""Package heating and the HBF throttle: a lumped RC network of the GPU, HBM and HBF dies of one package,
+and the four hysteretic service states of the open HBFSim's controller.
+
+The network is linear, so a step of constant power is integrated exactly (eigen-decomposition of the
+conductance matrix, computed once): a long quiet stretch costs one step, and the result is the
+closed-form response the tests check.
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import require
+
+NODES = ("gpu", "hbm", "hbf")
+
+
+@dataclass(frozen=True)
+class PackageRC:
+    """Thermal resistances (K/W) and capacitances (J/K). No public figure exists for an HBF package: these
+    are assumptions for a liquid-cooled package in which the paper's 1.4 kW GPU stays below 90 C, not fitted
+    to HBFSim's Fig. 3 (the study compares them). Node order: gpu, hbm, hbf."""
+    to_coolant: tuple[float, float, float] = (0.03, 0.15, 0.6)
+    capacitance: tuple[float, float, float] = (60.0, 10.0, 5.0)
+    coupling: tuple[float, float, float] = (0.2, 0.4, 0.5)       # gpu-hbm, gpu-hbf, hbm-hbf
+    limits_c: tuple[float, float, float] = (90.0, 95.0, 85.0)    # compute die (HBFSim §6.3), JEDEC HBM
+    #                                                              extended range, OCP retention reference
+
+    def __post_init__(self) -> None:
+        require(min(self.to_coolant + self.capacitance + self.coupling) > 0,
+                "thermal resistances and capacitances must be > 0")
+
+    def conductance(self) -> np.ndarray:
+        g = np.diag(1.0 / np.asarray(self.to_coolant))
+        for (a, b), r in zip(((0, 1), (0, 2), (1, 2)), self.coupling):
+            g[a, a] += 1 / r
+            g[b, b] += 1 / r
+            g[a, b] -= 1 / r
+            g[b, a] -= 1 / r
+        return g
+
+
+PACKAGE = PackageRC()
+
+
+class Thermal:
+    """Die temperatures driven by per-die power; `step(dt, power)` holds `power` (W, node order) for dt."""
+
+    def __init__(self, rc: PackageRC, ambient_c: float) -> None:
+        self.rc, self.ambient = rc, ambient_c
+        self._g = rc.conductance()
+        self._resistance = np.linalg.inv(self._g)         # K per W of each node's power, at steady state
+        rate = -np.diag(1 / np.asarray(rc.capacitance)) @ self._g
+        self._lambda, self._v = np.linalg.eig(rate)
+        self._v_inv = np.linalg.inv(self._v)
+        self.temps = np.full(len(NODES), float(ambient_c))
+
+    def steady(self, power) -> np.ndarray:
+        return self.ambient + self._resistance @ np.asarray(power, dtype=float)
+
+    def step(self, dt: float, power) -> np.ndarray:
+        target = self.steady(power)
+        decay = self._v @ np.diag(np.exp(self._lambda * dt)) @ self._v_inv
+        self.temps = target + np.real(decay @ (self.temps - target))
+        return self.temps
+
+
+STATES = ("normal", "light", "severe", "shutdown")
+
+
+@dataclass(frozen=True)
+class ThrottlePolicy:
+    """The open HBFSim's defaults (issue 14): enter Light / Severe / Shutdown at 80 / 90 / 100 C, leave Severe
+    at <= 80 C and Light at <= 78 C; service 100 / 90 / 0 / 0 %. Shutdown clears like Severe (assumption)."""
+    enter_c: tuple[float, float, float] = (80.0, 90.0, 100.0)
+    leave_light_c: float = 78.0
+    leave_severe_c: float = 80.0
+    service: tuple[float, float, float, float] = (1.0, 0.9, 0.0, 0.0)
+
+
+@dataclass
+class Throttle:
+    policy: ThrottlePolicy = field(default_factory=ThrottlePolicy)
+    state: int = 0
+
+    def update(self, temp_c: float) -> int:
+        p = self.policy
+        entered = sum(temp_c >= t for t in p.enter_c)
+        if entered > self.state:
+            self.state = entered
+        elif self.state >= 2 and temp_c <= p.leave_severe_c:
+            self.state = 0 if temp_c <= p.leave_light_c else 1
+        elif self.state == 1 and temp_c <= p.leave_light_c:
+            self.state = 0
+        return self.state
+
+    @property
+    def service(self) -> float:
+        return self.policy.service[self.state]
+
+
+def first_order_step(r: float, c: float, power: float, ambient: float, t: float) -> float:
+    """Closed-form temperature of one RC node under a power step from ambient."""
+    return ambient + power * r * (1 - math.exp(-t / (r * c)))

@@ -234,7 +234,7 @@ BAD = [
      "group size 128 does not divide K = 4160"),
     (["--weights", "w4a16", "--dequant", "gpu", "--kernel", "gptq", "--dqb-link", "unbounded"],
      "--dqb-link applies to --dequant dqb only"),
-    (["--hardware", "h200"], "unknown hardware 'h200'"),
+    (["--hardware", "h300"], "unknown hardware 'h300'"),
     (["--weights", "w4a16", "--dequant", "gpu", "--kernel", "gptq", "--hardware", "paper"],
      "needs its CUDA-core figures"),
 ]

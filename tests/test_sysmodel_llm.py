@@ -116,7 +116,7 @@ def test_invalid_models_name_the_model_and_field(field: str, value: int, named: 
 def test_qwen3_30b_a3b_preset_has_its_published_size() -> None:
     """Qwen3-30B-A3B: 30.5 B parameters (huggingface.co/Qwen/Qwen3-30B-A3B model card), 54.0 GiB of experts
     (48 layers x 128 experts x 3 x 2,048 x 768 x 2 B; HBFSim §6.4), 96 KiB of KV per token (48 x 2 x 4 x 128 x 2 B)."""
-    model = MODEL_PRESETS["qwen3-30b-a3b"]
+    model = resolve_model("Qwen3-30B-A3B")
     assert model.params == pytest.approx(30.5e9, rel=2e-3)
     assert model.layers * model.experts * model.expert_params * 2 / 2**30 == pytest.approx(54.0, abs=0.01)
     assert model.kv_bytes_per_token == 96 * 1024

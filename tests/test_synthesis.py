@@ -48,18 +48,22 @@ class _AndTree(wiring.Component):
 
 
 class _Memory(wiring.Component):
-    """A 4 x 8-bit memory with one write and one synchronous read port: 32 memory bits."""
+    """A 4 x 8-bit memory with one write and one synchronous read port (32 memory bits) beside a 4 x 8-bit
+    table whose every bit differs between entries (32 ROM bits)."""
     addr: In(2)
     data: In(8)
     we: In(1)
     out: Out(8)
+    looked_up: Out(8)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.mem = mem = memory.Memory(shape=8, depth=4, init=[])
-        write, read = mem.write_port(), mem.read_port()
+        m.submodules.rom = rom = memory.Memory(shape=8, depth=4, init=[0x01, 0x80, 0x7F, 0xFE])
+        write, read, lookup = mem.write_port(), mem.read_port(), rom.read_port(domain="comb")
         m.d.comb += [write.addr.eq(self.addr), write.data.eq(self.data), write.en.eq(self.we),
-                     read.addr.eq(self.addr), self.out.eq(read.data)]
+                     read.addr.eq(self.addr), self.out.eq(read.data),
+                     lookup.addr.eq(self.addr), self.looked_up.eq(lookup.data)]
         return m
 
 
@@ -88,9 +92,9 @@ def test_an_eight_input_and_needs_three_levels_of_two_input_gates() -> None:
     assert 3 <= netlist.depth_levels <= 4  # log2(8) levels; at most one inverter more
 
 
-def test_memory_bits_are_counted_before_they_become_flip_flops() -> None:
+def test_ram_and_rom_bits_are_counted_before_they_become_flip_flops_and_gates() -> None:
     netlist = _synthesize(_Memory())
-    assert netlist.memory_bits == 32
+    assert netlist.memory_bits == 32 and netlist.rom_bits == 32
     assert netlist.cells["$_DFF_P_"] >= 32
 
 
@@ -105,19 +109,19 @@ def test_fp32_add_has_logic_between_its_registers() -> None:
 
 def test_estimates_follow_the_asap7_cell_sizes() -> None:
     # NAND2xp33 is 0.216 um wide, INVx1 0.162, DFFHQNx1 1.08, all 0.27 um tall; FO4 8.1 ps, 1.8 FO4 overhead.
-    f = figures(Netlist(cells={"$_NAND_": 4, "$_NOT_": 4, "$_DFF_P_": 2}, memory_bits=0, depth_levels=10,
+    f = figures(Netlist(cells={"$_NAND_": 4, "$_NOT_": 4, "$_DFF_P_": 2}, memory_bits=0, rom_bits=0, depth_levels=10,
                         path_start="x"))
     assert f["nand2_equivalents"] == 4 + 4 * 0.75 + 2 * 5
     assert f["estimate"]["cell_area_um2"] == pytest.approx(17 * 0.216 * 0.27, abs=1e-3)
     assert f["estimate"]["max_clock_mhz"] == pytest.approx(1e6 / (11.8 * 8.1), abs=0.1)
     # Two memory bits as flip-flops (2 x 1.08 x 0.27 um^2) are replaced by 2 SRAM bit cells of 0.027 um^2.
-    sram = figures(Netlist(cells={"$_DFF_P_": 2}, memory_bits=2, depth_levels=0, path_start="x"))["estimate"]
-    assert sram["cell_area_with_sram_um2"] == pytest.approx(2 * 0.027, abs=1e-3)
+    sram = figures(Netlist(cells={"$_DFF_P_": 2}, memory_bits=2, rom_bits=0, depth_levels=0, path_start="x"))
+    assert sram["estimate"]["cell_area_with_sram_um2"] == pytest.approx(2 * 0.027, abs=1e-3)
 
 
 def test_a_cell_without_an_asap7_size_is_refused() -> None:
     with pytest.raises(SynthesisError, match=r"\$_MUX_"):
-        figures(Netlist(cells={"$_MUX_": 1}, memory_bits=0, depth_levels=1, path_start="x"))
+        figures(Netlist(cells={"$_MUX_": 1}, memory_bits=0, rom_bits=0, depth_levels=1, path_start="x"))
 
 
 @pytest.mark.parametrize("argv", [["synth", "nope"], ["synth", "fp32_add", "--param", "width=2"],

@@ -112,7 +112,7 @@ def _add_synth(commands) -> None:
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, attempt, bench_configurations, store
+    from tb.synthesis import TABLE_PATH, bench_runs, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -122,17 +122,17 @@ def _synth(args) -> int:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     try:
         runs = ([(names[0], BLOCKS[names[0]].params.from_strings(overrides))] if overrides
-                else [(name, params) for name in names for params in bench_configurations(name)])
+                else bench_runs(names))
     except (ValueError, TypeError) as error:
         raise UsageError(f"{names[0]}: {error}") from None
     table = args.table or TABLE_PATH
     for name, params in runs:
-        entry = attempt(name, params, args.timeout)
+        entry = synthesize(name, params, args.timeout)
         store([entry], table)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
         f = entry["figures"]
         if f is None:
-            print(f"{name}  {label}  timed out after {entry['provenance']['timed_out_after_s']} s")
+            print(f"{name}  {label}  timed out after {entry['provenance']['wall_s']} s (recorded as attempted)")
         else:
             e = f["estimate"]
             print(f"{name}  {label}  cells {f['cells']}  flip-flops {f['flip_flops']}  memory bits "

@@ -124,6 +124,12 @@ def test_a_cell_without_an_asap7_size_is_refused() -> None:
         figures(Netlist(cells={"$_MUX_": 1}, memory_bits=0, rom_bits=0, depth_levels=1, path_start="x"))
 
 
+def test_full_size_configurations_come_last() -> None:
+    runs = synthesis.bench_runs(["pnm_lane", "dqb"])
+    assert [synthesis.full_size(*run) for run in runs] == [False, False, False, True, True]
+    assert runs[-2][1].width == 1024 and runs[-1][1].interface_bits == 512
+
+
 @pytest.mark.parametrize("argv", [["synth", "nope"], ["synth", "fp32_add", "--param", "width=2"],
                                   ["synth", "fp_to_fp32", "--param", "source=int3"],
                                   ["synth", "all", "--param", "source=int4"],
@@ -149,13 +155,12 @@ def test_the_committed_table_covers_every_bench_configuration_and_is_fresh() -> 
     ones (minutes to elaborate) the digest of the `rtl/` sources they are built from. A full-size run may be an
     attempt that ran out of time (no figures); a pytest configuration may not."""
     from sysmodel.verified import rtl_digest
-    from tb.benches import BENCHES
 
     entries = {json.dumps([e["block"], e["params"]], sort_keys=True): e for e in synthesis.load()}
     problems = []
     for name, params in synthesis.bench_runs(list(BLOCKS)):
         entry = entries.get(json.dumps([name, params.as_dict()], sort_keys=True))
-        full_size = params.as_dict() in BENCHES[name].verify_only
+        full_size = synthesis.full_size(name, params)
         if entry is None:
             problems.append(f"{name} {params.as_dict()}: missing")
         elif full_size and entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):

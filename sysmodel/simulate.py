@@ -1,9 +1,10 @@
 """One simulation: resolve the configuration, build the system, run the requests, collect the metrics."""
 from dataclasses import asdict, dataclass, field
 
-from . import verified
+from basedie import verified
 from .arbitration import POLICIES
 from .engine import EventLoop, Request
+from .execution import pnm_entries
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .llm import LLM, resolve_model
@@ -83,7 +84,7 @@ def _plain(value):
 
 def _used_figures(setting: Setting) -> dict:
     """Provenance of the verified figures a DuoPD run rests on."""
-    lane = setting.table.entry("pnm_lane", width=setting.hardware.pnm.lane_width)
+    lane, array = pnm_entries(setting.table, setting.hardware.pnm)
     mmu = setting.table.entry("mmu", out_of_order=False)
-    return {name: {"params": e.params, "rtl_digest": e.provenance["rtl_digest"]}
-            for name, e in (("pnm_lane", lane), ("mmu", mmu))}
+    return {name: {"params": e.params, "sources_digest": e.provenance["sources_digest"]}
+            for name, e in (("pnm_lane", lane), ("pnm_array", array), ("mmu", mmu))}

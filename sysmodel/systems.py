@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
-from .execution import GPUExecution, LaneFigures, PNMExecution
+from .execution import GPUExecution, PNMExecution, PNMFigures
 from .hardware import Hardware
 from .llm import LLM
 from .operators import Shard
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
-from .verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     shard = Shard(setting.model, hw.gpus)
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
     gpu = GPUExecution(hw, shard)
-    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu)
+    pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

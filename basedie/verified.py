@@ -181,10 +181,13 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
     digests: dict[tuple[str, str], str] = {}
     stale = []
     for e in entries:
-        key = (e["provenance"]["rtl_module"], e["provenance"]["bench"])
+        key = (e["provenance"].get("rtl_module"), e["provenance"].get("bench"))
+        if None in key:  # not written by `basedie verify`
+            stale.append(e["block"])
+            continue
         if key not in digests:
             digests[key] = sources_digest(*key, root)
-        if e["provenance"]["sources_digest"] != digests[key]:
+        if e["provenance"].get("sources_digest") != digests[key]:
             stale.append(e["block"])
     if stale:
         blocks = " ".join(sorted(set(stale)))

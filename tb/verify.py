@@ -15,8 +15,8 @@ from .runner import CLOCK_PERIOD_NS, run_bench, run_name
 
 @dataclass(frozen=True)
 class Run:
-    """One bench run: a block at one parameter set (`config`: the fields that differ from the defaults or were
-    named). `requested`: named with `basedie verify --param`, not one of the bench's own sets."""
+    """One bench run: a block at one parameter set (`config`: a bench's own set, or every field of a set named
+    with `basedie verify --param`, then `requested`)."""
     block: str
     config: dict
     requested: bool = False

@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="run the benches and write the verified-figures table")
     verify.add_argument("blocks", nargs="*", default=["all"], metavar="BLOCK",
                         help="registered block names, or 'all' (default)")
+    verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="verify this parameter set of one block (repeatable), recorded beside the others")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -230,6 +232,8 @@ def _add_bench_options(parser: argparse.ArgumentParser) -> None:
                         help="dump a VCD waveform of every bench (build/runs/<block>-<params>/dump.vcd)")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="benches run at once (default: one per core)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the benches' small parameter sets (not the full-size verify_only ones)")
     parser.add_argument("--table", type=Path, default=None,
                         help="the verified-figures table to update (default: sysmodel/data/verified_blocks.json)")
     parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
@@ -285,21 +289,34 @@ def _generate(args) -> int:
 
 
 def _verify(args) -> int:
-    from sysmodel.verified import TABLE_PATH, store
-    from tb.verify import verify
+    from basedie.verified import TABLE_PATH, store
+    from rtl.registry import BLOCKS
+    from tb.verify import planned_runs, verify
 
     names = [name for block in args.blocks for name in _block_names(block)]
     table = args.table or TABLE_PATH
+    overrides = _parse_overrides(args.param)
+    params = None
+    if overrides:
+        if len(names) != 1:
+            raise UsageError("--param applies to one block; name the block instead of 'all'")
+        if args.quick:
+            raise UsageError("--quick selects the benches' own parameter sets; it does not combine with --param")
+        try:
+            params = BLOCKS[names[0]].params.from_strings(overrides)
+        except (ValueError, TypeError) as error:
+            raise UsageError(f"{names[0]}: {error}") from None
+    runs, remeasured = planned_runs(names, params, args.quick, table)
     started = time.monotonic()
     if args.scheduler:
         from basedie.sweep import Cluster
         from tb.dask_verify import verify_on
 
         with Cluster(args.scheduler, None) as client:
-            entries = verify_on(client, names, args.waves)
+            entries = verify_on(client, runs, args.waves)
     else:
-        entries = verify(names, waves=args.waves, jobs=args.jobs)
-    store(entries, table, remeasured=names)
+        entries = verify(runs, waves=args.waves, jobs=args.jobs)
+    store(entries, table, remeasured=remeasured)
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
         from tb.runner import BUILD_ROOT
@@ -311,13 +328,13 @@ def _verify(args) -> int:
 def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
     return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
-                                                scheduler=args.scheduler))
+                                                param=[], quick=args.quick, scheduler=args.scheduler))
 
 
 def _simulate(args) -> int:
     from sysmodel import report
     from sysmodel.errors import ConfigError
-    from sysmodel.verified import StaleTableError
+    from basedie.verified import StaleTableError
 
     try:
         # Everything is checked and simulated before the first file is written.

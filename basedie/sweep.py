@@ -76,7 +76,7 @@ def one_line(error: BaseException) -> str:
 @functools.cache
 def _context():
     """This process's `simulate` parser and verified table (loading the table costs ~0.1 s: once per worker)."""
-    from sysmodel import verified
+    from basedie import verified
 
     return simulate_parser(), verified.load()
 
@@ -330,8 +330,8 @@ def plot(table, x_name: str, x_order: list, series_names: list[str], metrics: li
 def main(args) -> int:
     """`basedie sweep` (see `cli._add_sweep`)."""
     from .spec import load
-    from sysmodel import verified
-    from sysmodel.verified import StaleTableError
+    from basedie import verified
+    from basedie.verified import StaleTableError
 
     parser = simulate_parser()
     spec = load(args.spec, parser)

@@ -44,6 +44,19 @@ def _convert(name: str, text: str, kind: type) -> Any:
         raise ValueError(f"{name}={text!r} is not a valid {kind.__name__}") from None
 
 
+# Amaranth numbers the bits of one value with 16 bits (`_nir.Net`): a port or signal wider than this fails
+# deep inside elaboration, so parameter sets that would need one are refused up front.
+MAX_VALUE_BITS = 1 << 16
+
+
+def require_port_bits(port: str, bits: int, fields: tuple[str, ...], params: Params) -> None:
+    """Reject a parameter set whose `port` would be `bits` wide, beyond what Amaranth can elaborate."""
+    if bits > MAX_VALUE_BITS:
+        values = ", ".join(f"{name}={getattr(params, name)}" for name in fields)
+        raise ValueError(f"{values}: port {port} would be {bits:,} bits, beyond Amaranth's "
+                         f"{MAX_VALUE_BITS:,}-bit limit")
+
+
 def require_choice(params: Params, field: str, choices: tuple[str, ...]) -> None:
     """Reject a string parameter outside its allowed set, naming the field and the choices."""
     value = getattr(params, field)

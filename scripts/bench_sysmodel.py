@@ -8,7 +8,7 @@ beforehand, and timed separately) and how many output tokens per second of wall 
 import argparse
 import time
 
-from sysmodel import verified
+from basedie import verified
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import SYSTEMS
 from sysmodel.workload import PoissonArrivals

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from duopd_study import Claim, write_csv  # noqa: E402  (the DuoPD study's table helpers)
 from duopd_study import write_headline as duopd_headline  # noqa: E402
 
-from sysmodel import verified  # noqa: E402
+from basedie import verified  # noqa: E402
 from sysmodel.hardware import A100_PCIE_40GB  # noqa: E402
 from sysmodel.presets import PRESETS  # noqa: E402
 from sysmodel.llm import resolve_model  # noqa: E402

@@ -8,7 +8,7 @@ with a `sz_read_fraction` figure (a list of {"weight_bits", "group_size", "fract
 import argparse
 from pathlib import Path
 
-from sysmodel import verified
+from basedie import verified
 from tb.models import lookup_table
 from tb.models import pc_layout as pl
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
-from .verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks
 
 POLICIES = {"prefill-first": "prefill_first", "decode-first": "decode_first", "mixed": "mixed"}
 SOURCES = ("gpu", "pnm")
@@ -54,7 +54,7 @@ class MMUArbitration:
                                          # the co-runner's axis starts with an extra 0 (alone: 1.0)
     waits_p50: dict[str, np.ndarray]     # cycles, grid over (0, *loads) × (0, *loads)
     latency_cycles: dict[str, int]       # request to memory, unloaded
-    clock_hz: float
+    clock_hz: float                      # the MMU's design clock (`design_clock_hz`, recorded with the entry)
 
     @classmethod
     def from_verified(cls, table: VerifiedBlocks, policy: str) -> "MMUArbitration":
@@ -64,6 +64,8 @@ class MMUArbitration:
             entry = table.entry("mmu", out_of_order=False)
         except KeyError as error:
             raise ConfigError(str(error).strip('"')) from None
+        if "design_clock_hz" not in entry.params:
+            raise ConfigError("the verified mmu entry records no design clock; re-measure it with `basedie verify mmu`")
         points = [p for p in entry.figures["arbitration"] if p["policy"] == POLICIES[policy]]
         loads = sorted({p["gpu_offered"] for p in points} | {p["pnm_offered"] for p in points})
         n = len(loads)
@@ -76,7 +78,7 @@ class MMUArbitration:
             for s in SOURCES:
                 waits[s][i + 1, j + 1] = p[f"{s}_wait_p50"]
         latency = {s: int(entry.figures[f"latency_cycles_{s}"]) for s in SOURCES}
-        return cls(policy, tuple(loads), served, waits, latency, float(entry.provenance["clock_hz"]))
+        return cls(policy, tuple(loads), served, waits, latency, float(entry.params["design_clock_hz"]))
 
     def _axes(self, source: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
         with_zero = (0.0, *self.loads)

@@ -9,17 +9,17 @@ stretches the memory side of every operator when a co-runner wins part of the ba
 """
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .arbitration import MMUArbitration
 from .errors import ConfigError, require
-from .hardware import Hardware
+from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
 from .operators import Shard, Work
 from .perf import ROOFLINE, PerfModel
-from .verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks, VerifiedEntry
 
 
 def _larger(work: Work):
@@ -82,21 +82,52 @@ class GPUExecution:
                     hbm / (seconds * gpu.memory.bandwidth))
 
 
+# The paper's lane has eight 128-wide sublanes (DuoPD §4.2): the sublane width a suggested verify names.
+PAPER_SUBLANE_WIDTH = 128
+
+
+def _verified(table: VerifiedBlocks, block: str, prefer: dict[str, Any], command: str, **required: Any):
+    """The entry of `block` with the `required` parameters (preferring those that also have `prefer`), or a
+    ConfigError naming the `basedie verify` command that would create one."""
+    found = [e for e in table.entries if e.block == block and all(e.params.get(k) == v for k, v in required.items())]
+    if not found:
+        wanted = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in required.items())
+        raise ConfigError(f"no verified {block} with {wanted}; create it with `{command}`")
+    preferred = [e for e in found if all(e.params.get(k) == v for k, v in prefer.items())]
+    return max(preferred or found, key=lambda e: e.params.get("width", 0))
+
+
 @dataclass(frozen=True)
-class LaneFigures:
-    """The PNM lane's measured figures (verified table, block `pnm_lane`)."""
-    width: int
+class PNMFigures:
+    """Every hardware number of the PNM's compute, from the verified entries `hardware.pnm` names: the lane of
+    `lane_width` (its latency, its measured MACs per cycle and its design clock) and an array of `lanes` lanes
+    at that clock (the proof that so many lanes run in lockstep on one broadcast operand; its own width may be
+    narrower, as Amaranth cannot build a full-width array's ports)."""
+    lane_width: int
+    lanes: int
+    clock_hz: float              # the lane's design clock (`design_clock_hz`), not the bench's time step
     latency_cycles: int
-    macs_per_cycle: float
+    macs_per_cycle: float        # one lane: operand pairs accepted per cycle × width, as the bench measured it
 
     @classmethod
-    def from_verified(cls, table: VerifiedBlocks, width: int) -> "LaneFigures":
-        try:
-            figures = table.entry("pnm_lane", width=width).figures
-        except KeyError as error:
-            raise ConfigError(str(error).strip('"')) from None
-        return cls(width, int(figures["latency_cycles"]),
-                   float(figures["macs_per_cycle"]) * float(figures["operand_pairs_per_cycle"]))
+    def from_verified(cls, table: VerifiedBlocks, pnm: PNMArray) -> "PNMFigures":
+        lane, array = pnm_entries(table, pnm)
+        return cls(lane.params["width"], int(array.params["lanes"]), float(lane.params["design_clock_hz"]),
+                   int(lane.figures["latency_cycles"]), float(lane.figures["macs_per_cycle"]))
+
+
+def pnm_entries(table: VerifiedBlocks, pnm: PNMArray) -> tuple[VerifiedEntry, VerifiedEntry]:
+    """The verified lane and array entries `pnm` names, or a ConfigError naming the command that makes one."""
+    width, clock = pnm.lane_width, pnm.clock_hz
+    clock_param = [] if clock == 1e9 else [f"--param design_clock_hz={clock:g}"]  # 1 GHz: DuoPD §6.1
+    lane = _verified(table, "pnm_lane", {}, " ".join([
+        "basedie verify pnm_lane", f"--param width={width}",
+        f"--param sublane_width={min(width, PAPER_SUBLANE_WIDTH)}", *clock_param]),
+        width=width, design_clock_hz=clock)
+    array = _verified(table, "pnm_array", {"width": width}, " ".join([
+        "basedie verify pnm_array", f"--param lanes={pnm.lanes}", "--param width=16 --param sublane_width=4",
+        *clock_param]), lanes=pnm.lanes, design_clock_hz=clock)
+    return lane, array
 
 
 @dataclass(frozen=True)
@@ -115,21 +146,21 @@ class PNMExecution:
     unit, which is not modelled (its operands sit in the PNM buffer)."""
     hardware: Hardware
     shard: Shard
-    lane: LaneFigures
+    figures: PNMFigures
     mmu: MMUArbitration
     perf: PerfModel = ROOFLINE
 
     @property
     def peak_flops(self) -> float:
         """One PNM: every lane's multipliers, two FLOPs per MAC."""
-        return self.hardware.pnm.lanes * self.lane.macs_per_cycle * 2 * self.hardware.pnm.clock_hz
+        return self.figures.lanes * self.figures.macs_per_cycle * 2 * self.figures.clock_hz
 
     def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
         """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait."""
-        hw, shard, lane = self.hardware, self.shard, self.lane
-        pnm, stacks = hw.pnm, hw.gpu.stacks
+        hw, shard, lane = self.hardware, self.shard, self.figures
+        stacks = hw.gpu.stacks
         byte_rate = hw.gpu.stack.bandwidth * bandwidth_scale
-        start_s = (lane.latency_cycles / pnm.clock_hz + hw.gpu.stack.latency_s
+        start_s = (lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s
                    + self.mmu.access_latency_s("pnm", {"gpu": (loads or {}).get("gpu", 0.0), "pnm": 1.0}))
         larger = _larger(work)
 
@@ -139,10 +170,10 @@ class PNMExecution:
                 elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
                 if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
                     continue
-                passes = -(-(op.flops / (2 * elements)) // pnm.lanes)
+                passes = -(-(op.flops / (2 * elements)) // lane.lanes)
                 nbytes = elements * BYTES_PER_VALUE / stacks
                 cycles = passes * elements / stacks / lane.macs_per_cycle
-                total += larger(cycles / pnm.clock_hz, nbytes / byte_rate) + start_s
+                total += larger(cycles / lane.clock_hz, nbytes / byte_rate) + start_s
                 hbm += nbytes
             return total, hbm
 
@@ -150,8 +181,8 @@ class PNMExecution:
         layer_s, layer_bytes = seconds_of(layer)
         head_s, head_bytes = seconds_of(head)
         reduce_bytes = shard.all_reduce_bytes(work)
-        exchange_s = 2 * pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
-                                                                         hw.link.bandwidth)
+        exchange_s = 2 * hw.pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
+                                                                            hw.link.bandwidth)
         layers = shard.model.layers
         seconds = layers * (layer_s + exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)

@@ -1,7 +1,8 @@
 """Hardware presets: GPUs, the NVLink fabric, the PNM, and the GPU's bandwidth-vs-SMs relation.
 
-Every number cites its public source. The PNM's cycle-level figures (pipeline latency, MACs per cycle,
-operand beats per cycle) are not here: they come from the verified-figures table (`sysmodel.execution`).
+Every number cites its public source. The PNM's hardware numbers are not here: `PNMArray.lane_width`, `lanes` and
+`clock_hz` only name the verified entries (`sysmodel.execution.PNMFigures`) whose latency, MACs per cycle,
+lane count and design clock the model uses; the MMU's figures and clock come from its verified entry.
 """
 import math
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -68,11 +69,12 @@ class Link:
 
 @dataclass(frozen=True)
 class PNMArray:
-    """One PNM per HBM stack (paper §4.2, §6.1). The lane's width and MAC rate are verified figures; what is
-    here is how many lanes there are, the clock they run at, the buffer and the power."""
-    lanes: int
-    lane_width: int              # FP16 multipliers per lane (selects the verified lane entry)
-    clock_hz: float
+    """One PNM per HBM stack (paper §4.2, §6.1). `lanes`, `lane_width` and `clock_hz` select the verified
+    `pnm_array` and `pnm_lane` entries with those parameters (`lanes`, `width`, `design_clock_hz`): the model
+    takes its numbers from them, or refuses to run naming the `basedie verify` command that creates them."""
+    lanes: int                   # selects a verified pnm_array entry with this many lanes
+    lane_width: int              # selects the verified pnm_lane entry of this width
+    clock_hz: float              # selects entries with this design clock
     buffer_bytes: int
     power_w: float               # per stack
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC

@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import ConfigError, require
 from .hardware import GPU
-from .verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks
 
 # Weight formats: bits per weight and whether a group scale/zero pair (S/Z) comes with them.
 WEIGHT_BITS = {"fp16": 16, "w4a16": 4, "w8a16": 8, "fp8": 8}

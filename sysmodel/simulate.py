@@ -6,10 +6,11 @@ is an error, not a row of nulls."""
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from . import verified
+from basedie import verified
 from .arbitration import POLICIES
 from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
+from .execution import pnm_entries
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .hbf.layout import Layout, resolve_layout
@@ -177,11 +178,12 @@ def _plain(value):
 
 
 def _used_figures(setting: Setting, system: str) -> dict:
-    """Provenance of the verified figures a run rests on: DuoPD's lane and MMU, the DQB's for quantized weights."""
+    """Provenance of the verified figures a run rests on: DuoPD's lane, array and MMU, the DQB's for quantized
+    weights."""
     used = []
     if system == "duopd":
-        used += [("pnm_lane", setting.table.entry("pnm_lane", width=setting.hardware.pnm.lane_width)),
-                 ("mmu", setting.table.entry("mmu", out_of_order=False))]
+        lane, array = pnm_entries(setting.table, setting.hardware.pnm)
+        used += [("pnm_lane", lane), ("pnm_array", array), ("mmu", setting.table.entry("mmu", out_of_order=False))]
     if setting.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
         used.append(("dqb", dqb_entry(setting.table)))
-    return {name: {"params": e.params, "rtl_digest": e.provenance["rtl_digest"]} for name, e in used}
+    return {name: {"params": e.params, "sources_digest": e.provenance["sources_digest"]} for name, e in used}

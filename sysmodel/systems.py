@@ -19,7 +19,7 @@ from functools import cached_property
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
-from .execution import GPUExecution, LaneFigures, PNMExecution
+from .execution import GPUExecution, PNMExecution, PNMFigures
 from .hardware import Hardware
 from .hbf.layout import Layout
 from .hbf.service import HBFOptions, HBFService
@@ -29,7 +29,7 @@ from .quantized import GemmModel, Quantization
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .perf import PerfModel, perf_model
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
-from .verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
-    pnm = PNMExecution(hw, shard, LaneFigures.from_verified(setting.table, hw.pnm.lane_width), mmu, setting.perf)
+    pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

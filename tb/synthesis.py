@@ -26,7 +26,7 @@ from pathlib import Path
 from rtl.generate import verilog_of
 from rtl.params import Params
 from rtl.registry import BLOCKS
-from sysmodel.verified import rtl_digest
+from basedie.verified import rtl_digest
 
 from .benches import BENCHES
 

@@ -1,11 +1,29 @@
 """Run the benches of registered blocks and turn what they measured into verified-table entries."""
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import Manager
+from pathlib import Path
 
+from basedie.verified import VerifiedEntry, requested_params, sources_digest, tool_versions
+from rtl.params import Params
 from rtl.registry import BLOCKS
-from sysmodel.verified import VerifiedEntry, rtl_digest
 
 from .benches import BENCHES
-from .runner import CLOCK_PERIOD_NS, run_bench, run_name, tool_versions
+from .progress import Progress
+from .runner import CLOCK_PERIOD_NS, run_bench, run_name
+
+
+@dataclass(frozen=True)
+class Run:
+    """One bench run: a block at one parameter set (`config`: a bench's own set, or every field of a set named
+    with `basedie verify --param`, then `requested`)."""
+    block: str
+    config: dict
+    requested: bool = False
+
+    @property
+    def name(self) -> str:
+        return run_name(self.block, BLOCKS[self.block].params(**self.config))
 
 
 def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
@@ -24,26 +42,78 @@ def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
     return [run_name(name, BLOCKS[name].params(**config)) for name, config in runs]
 
 
-def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEntry:
-    bench = BENCHES[block_name]
-    params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, bench.module, params, waves=waves)
+def planned_runs(names: list[str], params: Params | None, quick: bool,
+                 table: Path) -> tuple[list[Run], tuple[str, ...]]:
+    """The runs `basedie verify` does and the blocks whose other entries they replace. `params` (one block): that
+    parameter set alone, other entries kept. Otherwise every set the benches prove (`quick`: only the small
+    `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier."""
+    if params is not None:
+        return [Run(names[0], params.as_dict(), requested=True)], ()
+    runs = [Run(name, config) for name, config in bench_runs(names, include_verify_only=not quick)]
+    if quick:
+        return runs, ()
+    known = {(run.block, BLOCKS[run.block].params(**run.config)) for run in runs}
+    for block, recorded in requested_params(table, names):
+        try:
+            full = BLOCKS[block].params(**recorded)
+        except (ValueError, TypeError) as error:
+            print(f"not re-measuring {block} {recorded} from {table}: no longer a valid parameter set ({error})")
+            continue
+        if (block, full) not in known:
+            runs.append(Run(block, full.as_dict(), requested=True))
+    return runs, tuple(names)
+
+
+def stated_seconds(run: Run) -> float | None:
+    """The stated first-run time of a `verify_only` set (see `Bench.verify_only_minutes`), else None."""
+    bench = BENCHES[run.block]
+    if bench.verify_only_minutes is not None and run.config in bench.verify_only:
+        return 60 * bench.verify_only_minutes
+    return None
+
+
+def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
+    """Run one bench and make its entry; `events` (a queue, if given) receives (run name, phase) as it goes."""
+    bench = BENCHES[run.block]
+    params = BLOCKS[run.block].params(**run.config)
+    on_phase = (lambda phase: events.put((run.name, phase))) if events is not None else None
+    figures = run_bench(run.block, bench.module, params, waves=waves, on_phase=on_phase)
+    rtl_module = BLOCKS[run.block].component.__module__
     provenance = {
         "bench": bench.module,
-        "clock_hz": 1e9 / CLOCK_PERIOD_NS,
+        # The simulation's time step: it scales waveform time stamps only. The block's design clock is one of
+        # its parameters (`design_clock_hz`), where one applies.
+        "waveform_clock_hz": 1e9 / CLOCK_PERIOD_NS,
         "cycles_simulated": figures.pop("cycles_simulated"),
         "tools": tool_versions(),
-        "rtl_module": BLOCKS[block_name].component.__module__,
-        "rtl_digest": rtl_digest(BLOCKS[block_name].component.__module__),
+        "rtl_module": rtl_module,
+        "sources_digest": sources_digest(rtl_module, bench.module),
+        **({"requested": True} if run.requested else {}),
     }
-    return VerifiedEntry(block=block_name, params=params.as_dict(), figures=figures, provenance=provenance)
+    return VerifiedEntry(block=run.block, params=params.as_dict(), figures=figures, provenance=provenance)
 
 
-def verify(block_names: list[str], waves: bool = False, jobs: int = 1) -> list[VerifiedEntry]:
-    """Run the benches, `jobs` at a time (each is its own simulator process); raises on the first failure."""
-    runs = bench_runs(block_names)
-    if jobs <= 1:
-        return [verify_one(name, config, waves) for name, config in runs]
-    with ProcessPoolExecutor(jobs) as pool:
-        futures = [pool.submit(verify_one, name, config, waves) for name, config in runs]
+def verify(runs: list[Run], waves: bool = False, jobs: int = 1, show_progress: bool = True) -> list[VerifiedEntry]:
+    """Run the benches, `jobs` at a time (each is its own simulator process), showing progress; raises on the
+    first failure. Each run's wall time is recorded for the next run's estimates."""
+    progress = Progress([(run.name, stated_seconds(run)) for run in runs], jobs, waves, enabled=show_progress)
+    with Manager() as manager, ProcessPoolExecutor(max(jobs, 1)) as pool:
+        events = manager.Queue()
+        futures = {pool.submit(verify_one, run, waves, events): run for run in runs}
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
+                while not events.empty():
+                    progress.phase(*events.get())
+                for future in done:
+                    future.result()  # raises the bench's failure
+                    progress.finished(futures[future].name)
+                progress.refresh()
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+        finally:
+            progress.close()
         return [future.result() for future in futures]

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from basedie import verified
 from basedie.cli import main
 from tb.benches import BENCHES
 
@@ -14,6 +15,10 @@ from tb.benches import BENCHES
     (["generate", "fp32_narrow", "--param", "target"], "not NAME=VALUE"),
     (["generate", "all", "--param", "target=bf16"], "one block"),
     (["verify", "nope"], "unknown block 'nope'"),
+    (["verify", "pnm_lane", "--param", "width=3"], "width=3 must be a power of two"),
+    (["verify", "pnm_array", "--param", "lanes=16"], "width=1024, lanes=16: port i"),
+    (["verify", "all", "--param", "width=4"], "one block"),
+    (["verify", "pnm_lane", "--quick", "--param", "width=4"], "does not combine with --param"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, message) -> None:
     out = tmp_path / "out"
@@ -62,3 +67,4 @@ def test_verify_writes_entries_with_provenance(tmp_path, capsys) -> None:
         assert e["figures"]["latency_cycles"] == 1 and e["figures"]["initiation_interval"] == 1
         assert e["provenance"]["bench"] == "tb.fp.bench" and e["provenance"]["cycles_simulated"] > 0
     assert "5 bench runs passed" in capsys.readouterr().out
+    assert len(verified.load(table).entries) == 5  # sealed and fresh: what was just measured loads

@@ -36,7 +36,7 @@ def test_bench(config: dict) -> None:
 @pytest.mark.parametrize("field,value", [
     ("interface_bits", 48), ("internal_bits", 512), ("tag_bits", 4), ("request_table_bytes", 100),
     ("request_table_entry_bytes", 8), ("sz_buffer_bytes", 64), ("outstanding_reads", 6), ("rounding", "up"),
-    ("clock_mhz", 0), ("address_bits", 8),
+    ("design_clock_hz", 0), ("interface_bits", 65536), ("address_bits", 8),
 ])
 def test_bad_parameters_name_the_field(field: str, value) -> None:
     with pytest.raises(ValueError, match=field):

@@ -31,7 +31,8 @@ def test_bench(config: dict) -> None:
 
 def test_bad_parameters_name_the_field() -> None:
     for field, value in (("policy", "fair"), ("data_width", 48), ("pending_entries", 0),
-                         ("wrr_weight_gpu", 0), ("addr_width", 8), ("protected_regions", -1)):
+                         ("wrr_weight_gpu", 0), ("addr_width", 8), ("protected_regions", -1),
+                         ("design_clock_hz", 0), ("data_width", 65536)):
         with pytest.raises(ValueError, match=field):
             MMUParams(**{field: value})
 

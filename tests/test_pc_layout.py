@@ -2,13 +2,12 @@
 layout → golden DQB over every PC's streaming read → reassembly == direct dequantization."""
 import dataclasses
 import importlib.util
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sysmodel import verified
+from basedie import verified
 from tb.models import dqb, fp, lookup_table
 from tb.models import pc_layout as pl
 
@@ -172,11 +171,11 @@ def test_tables_script_without_and_with_measured_fractions(tmp_path: Path, capsy
     run_tables_script(["--table", str(verified.TABLE_PATH)])  # the committed table: measured column if any
     assert "Table 1" in capsys.readouterr().out
     table = tmp_path / "table.json"
-    provenance = {"rtl_module": "rtl.dqb.dqb", "rtl_digest": verified.rtl_digest("rtl.dqb.dqb"), "cycles_simulated": 1}
+    provenance = {"rtl_module": "rtl.dqb.dqb", "bench": "tb.dqb.bench", "cycles_simulated": 1,
+                  "sources_digest": verified.sources_digest("rtl.dqb.dqb", "tb.dqb.bench")}
     cells = [{"weight_bits": 4, "group_size": 128, "fraction": 0.0376}]
-    table.write_text(json.dumps({"schema": verified.SCHEMA, "entries": [
-        {"block": "dqb", "params": {"interface_bits": 128}, "figures": {"sz_read_fraction": cells},
-         "provenance": provenance}]}))
+    verified.store([verified.VerifiedEntry("dqb", {"interface_bits": 128}, {"sz_read_fraction": cells}, provenance)],
+                   table)
     run_tables_script(["--table", str(table)])
     lines = capsys.readouterr().out.splitlines()
     assert "measured #1: dqb interface_bits=128" in lines[[line.startswith("Table 3") for line in lines].index(True)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sysmodel.verified
+import basedie.verified
 from basedie.cli import main
 from sysmodel import report
 
@@ -300,12 +300,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
 
 
 def test_a_stale_verified_table_is_one_line_exit_2(tmp_path, monkeypatch, capsys) -> None:
-    table = json.loads(sysmodel.verified.TABLE_PATH.read_text())
+    table = json.loads(basedie.verified.TABLE_PATH.read_text())
     mmu = next(e for e in table["entries"] if e["block"] == "mmu")
-    mmu["provenance"]["rtl_digest"] = "0" * 64  # as if the MMU's RTL had changed since it was measured
+    mmu["provenance"]["sources_digest"] = "0" * 64  # as if the MMU's RTL had changed since it was measured
+    mmu["provenance"]["content_sha256"] = basedie.verified.content_hash(mmu)
     stale = tmp_path / "table.json"
     stale.write_text(json.dumps(table))
-    monkeypatch.setattr(sysmodel.verified, "load", functools.partial(sysmodel.verified.load, stale))
+    monkeypatch.setattr(basedie.verified, "load", functools.partial(basedie.verified.load, stale))
     out = tmp_path / "out"
     code, _, err = run([*SMALL, "--out", str(out)], capsys)
     assert code == 2 and err.count("\n") == 1

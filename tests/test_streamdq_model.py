@@ -7,7 +7,7 @@ import json
 import pytest
 
 from basedie.cli import main
-from sysmodel import verified
+from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
 from sysmodel.presets import PRESETS
 from sysmodel.llm import resolve_model

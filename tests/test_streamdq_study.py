@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmodel import verified
+from basedie import verified
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "streamdq_study.py"
 

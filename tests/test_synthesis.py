@@ -154,7 +154,7 @@ def test_the_committed_table_covers_every_bench_configuration_and_is_fresh() -> 
     """Freshness: the pytest configurations carry the digest of the Verilog they generate today; the full-size
     ones (minutes to elaborate) the digest of the `rtl/` sources they are built from. A full-size run may be an
     attempt that ran out of time (no figures); a pytest configuration may not."""
-    from sysmodel.verified import rtl_digest
+    from basedie.verified import rtl_digest
 
     entries = {json.dumps([e["block"], e["params"]], sort_keys=True): e for e in synthesis.load()}
     problems = []

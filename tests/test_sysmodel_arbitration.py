@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sysmodel import verified
+from basedie import verified
 from sysmodel.arbitration import POLICIES, MMUArbitration
 from sysmodel.errors import ConfigError
 from sysmodel.memory import FairSharing

@@ -6,9 +6,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sysmodel import verified
+from basedie import verified
 from sysmodel.simulate import SimulationConfig, simulate
-from sysmodel.verified import VerifiedBlocks
+from basedie.verified import VerifiedBlocks
 from sysmodel.workload import FixedBatch
 
 CLOCK_HZ = 1e9          # the PNM's clock (paper §6.1)

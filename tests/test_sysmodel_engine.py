@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sysmodel import verified
+from basedie import verified
 from sysmodel.engine import EventLoop
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import PAPER_HARDWARE, Hardware

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from basedie.cli import main
-from sysmodel import verified
+from basedie import verified
 from sysmodel.engine import Request
 from sysmodel.errors import ConfigError
 from sysmodel.simulate import SimulationConfig, simulate

@@ -91,7 +91,7 @@ def test_pnm_decoding_pays_the_all_reduce_latency_of_the_performance_model() -> 
     # DuoPD's PNM decoding issues two tensor-parallel all-reduces per layer between its 8 GPUs; under
     # roofline-efficiency each also pays the DGX-H100 NCCL latency measured for 8 GPUs (0.037 ms at 2,048 B);
     # the lane cycles and the ring bytes are the same under both models.
-    from sysmodel import verified
+    from basedie import verified
     from sysmodel.arbitration import MMUArbitration
     from sysmodel.execution import LaneFigures, PNMExecution
 

@@ -1,17 +1,19 @@
-"""The committed verified-figures table follows `rtl/`, covers every bench, and refuses to be stale."""
+"""The committed verified-figures table follows `rtl/` and `tb/`, covers every bench, and refuses to be stale or
+edited by hand."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from basedie import verified
 from rtl.registry import BLOCKS
-from sysmodel import verified
 from tb.benches import BENCHES
 from tb.verify import bench_runs
 
 
-def test_committed_table_matches_current_rtl() -> None:
-    table = verified.load()  # raises StaleTableError when rtl/ changed since `basedie verify`
+def test_committed_table_matches_current_sources() -> None:
+    table = verified.load()  # raises StaleTableError when rtl/ or tb/ changed since `basedie verify`
     for block_name, config in bench_runs(list(BENCHES)):
         entry = table.entry(block_name, **config)
         unit = BLOCKS[block_name].component
@@ -23,32 +25,83 @@ def test_committed_table_matches_current_rtl() -> None:
 
 
 @pytest.fixture
-def rtl_copy(tmp_path) -> Path:
-    copy = tmp_path / "rtl"
-    for source in verified.rtl_root().rglob("*.py"):
-        target = copy / source.relative_to(verified.rtl_root())
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(source.read_bytes())
-    verified.load(rtl=copy)
-    return copy
+def tree(tmp_path) -> Path:
+    """A copy of the sources the table's digests cover (`rtl/` and `tb/`), which the committed table matches."""
+    root = verified.project_root()
+    for package in ("rtl", "tb"):
+        shutil.copytree(root / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    verified.load(root=tmp_path)
+    return tmp_path
 
 
 def touch(path: Path) -> None:
     path.write_text(path.read_text() + "\n# changed\n")
 
 
-def test_a_changed_shared_source_makes_every_block_built_on_it_stale(rtl_copy: Path) -> None:
-    touch(rtl_copy / "fp" / "add.py")
+def stale_blocks(error: pytest.ExceptionInfo) -> set[str]:
+    return set(str(error.value).split("is stale: ")[1].split(" measured")[0].split(", "))
+
+
+def test_a_changed_shared_source_makes_every_block_built_on_it_stale(tree: Path) -> None:
+    touch(tree / "rtl" / "fp" / "add.py")
     with pytest.raises(verified.StaleTableError, match="run `basedie verify") as stale:
-        verified.load(rtl=rtl_copy)
-    assert {"fp32_add", "dqb", "pnm_lane"} <= set(str(stale.value).split(": ")[1].split(" measured")[0].split(", "))
-    assert "mmu" not in str(stale.value)  # the MMU has no floating point
+        verified.load(root=tree)
+    assert {"fp32_add", "dqb", "pnm_lane"} <= stale_blocks(stale)
+    assert "mmu" not in stale_blocks(stale)  # the MMU has no floating point
 
 
-def test_a_changed_block_source_makes_only_that_block_stale(rtl_copy: Path) -> None:
-    touch(rtl_copy / "mmu" / "arbiter.py")
-    with pytest.raises(verified.StaleTableError, match="stale: mmu measured on other RTL"):
-        verified.load(rtl=rtl_copy)
+def test_a_changed_block_source_makes_only_that_block_stale(tree: Path) -> None:
+    touch(tree / "rtl" / "mmu" / "arbiter.py")
+    with pytest.raises(verified.StaleTableError, match="stale: mmu measured on other rtl/ or tb/ sources"):
+        verified.load(root=tree)
+
+
+@pytest.mark.parametrize("edited,blocks", [
+    ("tb/pnm/bench.py", {"pnm_lane", "pnm_array"}),        # the bench
+    ("tb/pnm/stimulus.py", {"pnm_lane", "pnm_array"}),     # its stimulus
+    ("tb/models/pnm.py", {"pnm_lane", "pnm_array"}),       # its golden model
+    ("tb/models/mmu.py", {"mmu"}),
+])
+def test_a_changed_bench_stimulus_or_golden_model_makes_its_blocks_stale(tree: Path, edited: str,
+                                                                         blocks: set[str]) -> None:
+    touch(tree / edited)
+    with pytest.raises(verified.StaleTableError) as stale:
+        verified.load(root=tree)
+    assert stale_blocks(stale) == blocks
+
+
+def test_a_changed_shared_bench_part_makes_every_block_stale(tree: Path) -> None:
+    touch(tree / "tb" / "bench.py")
+    with pytest.raises(verified.StaleTableError) as stale:
+        verified.load(root=tree)
+    assert stale_blocks(stale) == set(BENCHES)
+
+
+def committed_entries() -> list[dict]:
+    return json.loads(verified.TABLE_PATH.read_text())["entries"]
+
+
+def write_table(path: Path, entries: list[dict]) -> Path:
+    path.write_text(json.dumps({"schema": verified.SCHEMA, "entries": entries}))
+    return path
+
+
+def test_a_figure_edited_by_hand_is_refused(tmp_path) -> None:
+    entries = committed_entries()
+    lane = next(e for e in entries if e["block"] == "pnm_lane")
+    lane["figures"]["macs_per_cycle"] = 4096
+    with pytest.raises(verified.StaleTableError, match="figures of pnm_lane do not match their content hash"):
+        verified.load(write_table(tmp_path / "table.json", entries))
+
+
+def test_other_tool_versions_are_named_in_a_warning(tmp_path) -> None:
+    entries = committed_entries()
+    mmu = next(e for e in entries if e["block"] == "mmu")
+    mmu["provenance"]["tools"]["verilator"] = "4.0"
+    mmu["provenance"]["content_sha256"] = verified.content_hash(mmu)
+    installed = verified.tool_versions()["verilator"]
+    with pytest.warns(verified.ToolVersionWarning, match=f"verilator 4.0 \\(installed {installed}\\)"):
+        verified.load(write_table(tmp_path / "table.json", entries))
 
 
 def test_lookup_without_enough_parameters_is_refused() -> None:
@@ -58,14 +111,18 @@ def test_lookup_without_enough_parameters_is_refused() -> None:
     assert table.figure("fp32_narrow", "latency_cycles", target="bf16", rounding="nearest_even") == 2
 
 
-def test_missing_table_and_unknown_figure(tmp_path) -> None:
+def test_missing_old_and_unknown(tmp_path) -> None:
     with pytest.raises(verified.StaleTableError, match="basedie verify"):
         verified.load(tmp_path / "absent.json")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"schema": 1, "entries": []}))
+    with pytest.raises(verified.StaleTableError, match="schema 1, expected 2"):
+        verified.load(old)
     with pytest.raises(KeyError, match="no measured figure"):
         verified.load().figure("fp32_add", "miss_penalty_cycles")
 
 
-def test_store_replaces_only_matching_entries(tmp_path) -> None:
+def test_store_seals_and_replaces_only_matching_entries(tmp_path) -> None:
     path = tmp_path / "table.json"
     path.write_text(verified.TABLE_PATH.read_text())
     before = json.loads(path.read_text())["entries"]
@@ -75,6 +132,7 @@ def test_store_replaces_only_matching_entries(tmp_path) -> None:
     verified.store([changed], path)
     after = json.loads(path.read_text())["entries"]
     assert len(after) == len(before)
-    assert verified.load(path).figure(first.block, "latency_cycles", **first.params) == 99
+    assert verified.load(path).figure(first.block, "latency_cycles", **first.params) == 99  # sealed: loads
     verified.store([changed], path, remeasured=[first.block])  # its bench proves only this set now
-    assert [e for e in json.loads(path.read_text())["entries"] if e["block"] == first.block] == [changed.__dict__]
+    assert [e["figures"] for e in json.loads(path.read_text())["entries"] if e["block"] == first.block] == [
+        changed.figures]

@@ -1,7 +1,7 @@
 """Parameters of the DuoPD MMU arbiter (§4.2, §4.3 Fig. 8, §5.3) and the register map of its config port."""
 from dataclasses import dataclass
 
-from ..params import Params, require_choice
+from ..params import Params, require_choice, require_port_bits
 
 POLICIES = ("prefill_first", "decode_first", "mixed")
 """Arbitration policies of Fig. 9, in the encoding of the POLICY register: GPU priority, PNM priority,
@@ -45,9 +45,18 @@ class MMUParams(Params):
     """Policy after reset; the paper's best end-to-end choice (§4.3)."""
     wrr_weight_gpu: int = 1
     wrr_weight_pnm: int = 1
+    design_clock_hz: float = 1e9
+    """The clock the MMU and its memory-controller port run at; it changes no logic and is recorded with the
+    verified figures, where the system model converts cycles with it. DuoPD states no MC clock; the MMU sits
+    on the logic die beside the PNM, whose units all run at 1 GHz (§6.1), so we take 1 GHz (an assumption)."""
 
     def validate(self) -> None:
         require_choice(self, "policy", POLICIES)
+        if not self.design_clock_hz > 0:
+            raise ValueError(f"design_clock_hz={self.design_clock_hz} must be positive")
+        # The widest port: a GPU request (address, write flag, byte mask, data, id).
+        require_port_bits("gpu_req", self.addr_width + 1 + self.data_width // 8 + self.data_width + self.id_width,
+                          ("data_width",), self)
         if self.data_width < 8 or self.data_width & (self.data_width - 1):
             raise ValueError(f"data_width={self.data_width} is not a power of two >= 8")
         for name in ("id_width", "queue_depth", "gpu_outstanding", "pending_entries", "max_sub_requests",

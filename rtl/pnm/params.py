@@ -1,7 +1,10 @@
 """Parameters of the DuoPD PNM SIMD lane and compute array (paper §4.2, §6.1)."""
 from dataclasses import dataclass
 
-from ..params import Params
+from ..params import Params, require_port_bits
+
+FP16_BITS = 16
+CONTROL_BITS = 3  # mode, clear, emit
 
 
 def _require_power_of_two(params: Params, field: str, minimum: int = 1) -> None:
@@ -12,22 +15,31 @@ def _require_power_of_two(params: Params, field: str, minimum: int = 1) -> None:
 
 @dataclass(frozen=True)
 class LaneParams(Params):
-    """One SIMD lane: `width` FP16 multipliers feeding adder trees of `tree_fan_in`-input nodes; in attention
-    mode the lane splits into `width // sublane_width` sublanes, each a full dot product per cycle.
+    """One SIMD lane: `width` FP16 multipliers feeding a pairwise FP32 adder tree; in attention mode the lane
+    splits into `width // sublane_width` sublanes, each a full dot product per cycle.
 
-    Defaults are the paper's lane: 1,024 elements, 8-way adder trees, eight 128-wide sublanes.
+    Defaults are the paper's lane: 1,024 elements, eight 128-wide sublanes, 1 GHz (DuoPD §4.2, §6.1). The
+    paper's "8-way adder trees" are not a parameter: nodes of any power-of-two fan-in built from balanced
+    binary trees compose to the same pairwise tree, so the fan-in changes neither results nor latency here.
+    `design_clock_hz` is the clock the block is designed for (§6.1: all PNM units at 1 GHz); it changes no
+    logic and is recorded with the verified figures, where the system model reads it.
     """
 
     width: int = 1024
-    tree_fan_in: int = 8
     sublane_width: int = 128
+    design_clock_hz: float = 1e9
 
     def validate(self) -> None:
         _require_power_of_two(self, "width", 2)
-        _require_power_of_two(self, "tree_fan_in", 2)
         _require_power_of_two(self, "sublane_width")
         if self.sublane_width > self.width:
             raise ValueError(f"sublane_width={self.sublane_width} must divide width={self.width}")
+        if not self.design_clock_hz > 0:
+            raise ValueError(f"design_clock_hz={self.design_clock_hz} must be positive")
+        self._require_ports()
+
+    def _require_ports(self) -> None:
+        require_port_bits("i (a, b)", 2 * self.width * FP16_BITS + CONTROL_BITS, ("width",), self)
 
     @property
     def sublanes(self) -> int:
@@ -36,11 +48,19 @@ class LaneParams(Params):
 
 @dataclass(frozen=True)
 class ArrayParams(LaneParams):
-    """The compute array: `lanes` lanes sharing one memory operand (paper: 16 lanes, 32 TFLOPS at 1 GHz)."""
+    """The compute array: `lanes` lanes sharing one memory operand (paper: 16 lanes, 32 TFLOPS at 1 GHz).
 
-    lanes: int = 16
+    The default is 2 lanes, not the paper's 16: the array takes every lane's buffer operand through its input
+    port, and 16 × 1,024 FP16 elements (262,144 bits) is beyond Amaranth's 65,536-bit limit on one value.
+    """
+
+    lanes: int = 2
 
     def validate(self) -> None:
         super().validate()
         if self.lanes < 1:
             raise ValueError(f"lanes={self.lanes} must be at least 1")
+
+    def _require_ports(self) -> None:
+        require_port_bits("i (memory, buffer)", (1 + self.lanes) * self.width * FP16_BITS + CONTROL_BITS,
+                          ("width", "lanes"), self)

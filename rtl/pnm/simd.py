@@ -2,9 +2,9 @@
 
 Every lane multiplies `width` FP16 operand pairs exactly into FP32 (`fp16_mul_fp32`, 2 stages) and reduces
 them with FP32 round-to-nearest-even additions (`fp32_add`, 3 stages per tree level) in one fixed order:
-a balanced pairwise tree over adjacent elements. Adder-tree nodes of `tree_fan_in` inputs, each a balanced
-binary tree inside, compose to exactly this network for every power-of-two width, sublane width and fan-in,
-so the fan-in fixes the description (paper §4.2: 8-way adder trees) but never the order. After
+a balanced pairwise tree over adjacent elements (one 2-input `fp32_add` per node, log2(width) levels). The
+paper's 8-way adder trees (§4.2) are this tree grouped three levels at a time: an 8-input node built from
+balanced binary trees is the same network, so the fan-in is no parameter. After
 log2(`sublane_width`) levels the partial sums are the sublane dot products (attention mode); the remaining
 levels sum the sublane sums into the lane's dot product (MLP mode). One last stage either emits the sublane
 sums or folds the dot product into the lane's FP32 accumulator.

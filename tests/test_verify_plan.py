@@ -1,0 +1,46 @@
+"""What `basedie verify` runs (no bench is built here): `--quick` leaves out the full-size sets, `--param` runs
+exactly the named set, and a full verify re-measures the sets verified by name before; the progress estimate
+uses recorded times, then stated ones."""
+import json
+
+from basedie.verified import VerifiedEntry, store
+from rtl.pnm.params import LaneParams
+from tb.benches import BENCHES
+from tb.progress import Progress, read_timings
+from tb.verify import Run, planned_runs, stated_seconds
+
+
+def test_quick_runs_only_the_small_configs_and_keeps_other_entries(tmp_path) -> None:
+    runs, remeasured = planned_runs(["pnm_lane", "dqb"], None, True, tmp_path / "table.json")
+    assert [(r.block, r.config) for r in runs] == [("pnm_lane", c) for c in BENCHES["pnm_lane"].configs] + [
+        ("dqb", c) for c in BENCHES["dqb"].configs]
+    assert remeasured == ()
+
+
+def test_a_named_set_runs_alone_and_a_full_verify_re_measures_it(tmp_path) -> None:
+    params = LaneParams(width=64, sublane_width=16)
+    runs, remeasured = planned_runs(["pnm_lane"], params, False, tmp_path / "table.json")
+    assert runs == [Run("pnm_lane", params.as_dict(), requested=True)] and remeasured == ()
+    table = tmp_path / "table.json"
+    store([VerifiedEntry("pnm_lane", params.as_dict(), {}, {"requested": True})], table)
+    runs, remeasured = planned_runs(["pnm_lane"], None, False, table)
+    bench_sets = BENCHES["pnm_lane"].configs + BENCHES["pnm_lane"].verify_only
+    assert [r.config for r in runs] == [*bench_sets, params.as_dict()] and remeasured == ("pnm_lane",)
+    assert planned_runs(["pnm_lane"], None, True, table)[0] == [Run("pnm_lane", c) for c in BENCHES["pnm_lane"].configs]
+
+
+def test_estimates_use_recorded_times_then_stated_ones(tmp_path) -> None:
+    full_size = Run("pnm_lane", BENCHES["pnm_lane"].verify_only[0])
+    small = Run("pnm_lane", BENCHES["pnm_lane"].configs[0])
+    assert stated_seconds(full_size) == 13 * 60 and stated_seconds(small) is None
+    timings = tmp_path / "timings.json"
+    timings.write_text(json.dumps({small.name: 40.0}))
+    progress = Progress([(small.name, None), (full_size.name, stated_seconds(full_size)),
+                         ("never-timed", None)], jobs=2, waves=False, enabled=False, timings=timings)
+    seconds, unknown = progress.remaining()
+    assert seconds == (40 + 13 * 60) / 2 and unknown == 1
+    progress.phase(small.name, "running")
+    progress.finished(small.name)
+    assert progress.remaining() == (13 * 60 / 2, 1)
+    assert set(read_timings(timings)) == {small.name}
+    progress.close()

@@ -32,6 +32,7 @@ def verify_one(block_name: str, config: dict, waves: bool = False) -> VerifiedEn
         "bench": bench.module,
         "clock_hz": 1e9 / CLOCK_PERIOD_NS,
         "cycles_simulated": figures.pop("cycles_simulated"),
+        "random_reset_seed": figures.pop("random_reset_seed"),  # Verilator's +verilator+seed (tb.runner)
         "tools": tool_versions(),
         "rtl_module": BLOCKS[block_name].component.__module__,
         "rtl_digest": rtl_digest(BLOCKS[block_name].component.__module__),

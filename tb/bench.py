@@ -64,8 +64,10 @@ class CheckedSink(StreamSink):
 
 
 async def _two_state(signal, name: str) -> None:
-    """Fail the test as soon as a handshake bit the DUT drives is X or Z (checked at every change)."""
+    """Fail the test as soon as a handshake bit the DUT drives settles at X or Z (checked after every change,
+    once the time step has settled: a `ready` may follow the bench's `valid` combinationally)."""
     while True:
+        await ReadOnly()
         assert signal.value.is_resolvable, f"{name} is {signal.value} at {get_sim_time('ns')} ns"
         await signal.value_change
 

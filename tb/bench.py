@@ -29,6 +29,11 @@ def config() -> dict:
     return json.loads(os.environ[BENCH_ENV])
 
 
+def under_icarus() -> bool:
+    """Whether this run is under Icarus (four-state, and tens of times slower than Verilator per cycle)."""
+    return config().get("simulator") == "icarus"
+
+
 async def start(dut, cycles_in_reset: int = 2) -> None:
     """Start the clock and hold a synchronous reset: every test starts idle (cocotb stops a test's
     tasks, the clock among them, when the test ends, and the DUT keeps its state between tests)."""

@@ -19,7 +19,7 @@ def test_bench_under_icarus(block_name: str, config: dict) -> None:
     figures = run_bench(block_name, BENCHES[block_name].module, BLOCKS[block_name].params(**config),
                         simulator="icarus")
     assert figures["vectors_checked"] > 0
-    assert "random_reset_seed" not in figures  # Verilator's seed; Icarus starts every register at its X
+    assert "random_reset_seed" not in figures  # a Verilator seed; Icarus leaves uninitialised bits X instead
 
 
 @needs_icarus

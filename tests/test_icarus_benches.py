@@ -26,3 +26,17 @@ def test_bench_under_icarus(block_name: str, config: dict) -> None:
 def test_bench_parts_under_icarus() -> None:
     """The sampling semantics the monitors rely on hold under Icarus too, and a sink rejects an X payload."""
     run_bench("fp_to_fp32", "tb.selftest", BLOCKS["fp_to_fp32"].params(source="int4"), simulator="icarus")
+
+
+def test_cli_without_icarus_is_a_one_line_error(monkeypatch, capsys, tmp_path) -> None:
+    import shutil
+
+    from basedie.cli import main
+
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "iverilog" else real(tool))
+    table = tmp_path / "table.json"
+    assert main(["verify", "fp32_add", "--simulator", "icarus", "--table", str(table)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "apt-get install iverilog" in err
+    assert not table.exists()

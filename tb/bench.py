@@ -1,5 +1,11 @@
 """Parts every cocotb bench shares: its configuration, clock and reset, stream ends with pause
-generators for random back-pressure, handshake probes that count cycles, and the figures file."""
+generators for random back-pressure, handshake probes that count cycles, and the figures file.
+
+The stream ends are also the benches' one X/Z check: a four-state simulator (Icarus) shows state that
+depends on uninitialised or don't-care bits as X, and a user who sees X on a payload while its `valid` is
+high, or on a `valid`/`ready`, concludes the block is broken. Every sink rejects a received beat whose
+payload is not all 0/1, and every end watches the handshake bit the DUT drives (a sink's `valid`, a
+source's `ready`) for X or Z at every change."""
 import json
 import os
 import random
@@ -23,6 +29,11 @@ def config() -> dict:
     return json.loads(os.environ[BENCH_ENV])
 
 
+def under_icarus() -> bool:
+    """Whether this run is under Icarus (four-state, and tens of times slower than Verilator per cycle)."""
+    return config().get("simulator") == "icarus"
+
+
 async def start(dut, cycles_in_reset: int = 2) -> None:
     """Start the clock and hold a synchronous reset: every test starts idle (cocotb stops a test's
     tasks, the clock among them, when the test ends, and the DUT keeps its state between tests)."""
@@ -37,11 +48,33 @@ async def reset(dut, cycles_in_reset: int = 2) -> None:
 
 
 def source(dut, port: str) -> StreamSource:
-    return StreamSource(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
+    end = StreamSource(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
+    cocotb.start_soon(_two_state(getattr(dut, f"{port}__ready"), f"{port}__ready"))
+    return end
 
 
 def sink(dut, port: str) -> StreamSink:
-    return StreamSink(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
+    cocotb.start_soon(_two_state(getattr(dut, f"{port}__valid"), f"{port}__valid"))
+    return CheckedSink(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
+
+
+class CheckedSink(StreamSink):
+    """A sink whose every received beat (sampled with `valid` and `ready` high) has a two-state payload."""
+
+    def _recv(self, item):
+        payload = item.payload
+        assert payload.is_resolvable, \
+            f"{self.bus._name}_payload holds X/Z while valid: {payload} (bit 0 rightmost)"
+        return super()._recv(item)
+
+
+async def _two_state(signal, name: str) -> None:
+    """Fail the test as soon as a handshake bit the DUT drives settles at X or Z (checked after every change,
+    once the time step has settled: a `ready` may follow the bench's `valid` combinationally)."""
+    while True:
+        await ReadOnly()
+        assert signal.value.is_resolvable, f"{name} is {signal.value} at {get_sim_time('ns')} ns"
+        await signal.value_change
 
 
 def random_pauses(rng: random.Random, probability: float) -> Iterator[bool]:

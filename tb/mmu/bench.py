@@ -17,6 +17,7 @@ from .harness import PNM_STORE_SPACE, PROTECTED, Harness
 
 GRID_LOADS = (0.25, 0.5, 1.0)       # requests per cycle offered by each source
 GRID_CYCLES = 1_000                  # cycles of offered traffic per grid point
+ICARUS_GRID_CYCLES = 200             # under Icarus (the X check, not the figures: the grid takes ~10 min there)
 GRID_TENSOR_REQUESTS = 8             # PNM decode traffic: 256-byte tensor loads
 MIXED_WEIGHTS = (1, 1)
 
@@ -143,6 +144,7 @@ async def arbitration_grid(dut):
     a cycle; a work-conserving arbiter never leaves a saturated controller idle.
     """
     h = await started(dut, mc_latency=8)
+    grid_cycles = ICARUS_GRID_CYCLES if bench.under_icarus() else GRID_CYCLES
     raw = []
     for policy in POLICIES:
         await h.set_policy(policy, *MIXED_WEIGHTS)
@@ -150,7 +152,7 @@ async def arbitration_grid(dut):
             for pnm_load in GRID_LOADS:
                 h.new_phase()
                 start = h.cycle.now
-                await _offer_load(h, gpu_load, pnm_load, GRID_CYCLES)
+                await _offer_load(h, gpu_load, pnm_load, grid_cycles)
                 await h.drain()
                 h.check()
                 gpu_issue, pnm_issue = _issue_cycles(h)
@@ -166,15 +168,15 @@ async def arbitration_grid(dut):
     points = []
     for policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue in raw:
         gpu_delay, pnm_delay = delay(gpu_offer, gpu_issue), delay(pnm_offer, pnm_issue)
-        window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + GRID_CYCLES)
+        window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + grid_cycles)
         def share(cycles: list[int], window: tuple[int, int] = window) -> float:
-            return round(sum(window[0] <= c < window[1] for c in cycles) / GRID_CYCLES, 4)
+            return round(sum(window[0] <= c < window[1] for c in cycles) / grid_cycles, 4)
 
         g = model.wait_statistics([d - base_gpu for d in gpu_delay])
         p = model.wait_statistics([d - base_pnm for d in pnm_delay])
         point = {"policy": policy, "gpu_offered": gpu_load, "pnm_offered": pnm_load,
-                 "gpu_offered_actual": round(len(gpu_offer) / GRID_CYCLES, 4),
-                 "pnm_offered_actual": round(len(pnm_offer) / GRID_CYCLES, 4),
+                 "gpu_offered_actual": round(len(gpu_offer) / grid_cycles, 4),
+                 "pnm_offered_actual": round(len(pnm_offer) / grid_cycles, 4),
                  "gpu_share": share(gpu_issue), "pnm_share": share(pnm_issue),
                  **{f"gpu_wait_{k}": v for k, v in g.items()}, **{f"pnm_wait_{k}": v for k, v in p.items()}}
         points.append(point)
@@ -192,7 +194,7 @@ async def arbitration_grid(dut):
     # below 1): what strict priority alone costs it. Oversubscribed, its backlog grows with the run length.
     undersubscribed = [pt for pt in points if pt["gpu_offered"] + pt["pnm_offered"] < 1.0]
     bench.record(
-        arbitration=points, arbitration_window_cycles=GRID_CYCLES, arbitration_mixed_weights=list(MIXED_WEIGHTS),
+        arbitration=points, arbitration_window_cycles=grid_cycles, arbitration_mixed_weights=list(MIXED_WEIGHTS),
         worst_gpu_wait_decode_first=max(pt["gpu_wait_max"] for pt in undersubscribed
                                         if pt["policy"] == "decode_first"),
         worst_pnm_wait_prefill_first=max(pt["pnm_wait_max"] for pt in undersubscribed

@@ -1,0 +1,26 @@
+"""`basedie verify --simulator icarus`: the benches under Icarus Verilog, a four-state simulator, as a user's
+flow would run the generated Verilog. A check, not a measurement: the verified table's figures come from
+Verilator runs (cycle counts do not depend on the simulator), so nothing here writes the table."""
+from concurrent.futures import ProcessPoolExecutor
+
+from rtl.registry import BLOCKS
+
+from .benches import BENCHES
+from .runner import prepare_toolchain, run_bench
+from .verify import bench_runs
+
+
+def check_one(block_name: str, config: dict, waves: bool = False) -> tuple[str, dict]:
+    params = BLOCKS[block_name].params(**config)
+    run_bench(block_name, BENCHES[block_name].module, params, waves=waves, simulator="icarus")
+    return block_name, config
+
+
+def check(block_names: list[str], waves: bool = False, jobs: int = 1) -> list[tuple[str, dict]]:
+    """Run every bench run of these blocks under Icarus, `jobs` at a time; raises on the first failure."""
+    prepare_toolchain("icarus")  # one clear message before any bench starts
+    runs = bench_runs(block_names)
+    if jobs <= 1:
+        return [check_one(name, config, waves) for name, config in runs]
+    with ProcessPoolExecutor(jobs) as pool:
+        return [f.result() for f in [pool.submit(check_one, name, config, waves) for name, config in runs]]

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from itertools import product
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 from sysmodel.errors import ConfigError
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
 from sysmodel.simulate import Result, SimulationConfig, simulate
-from sysmodel.workload import FixedBatch, PoissonArrivals
+from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
 MODELS = ("GPT3-175B", "LLaMA2-70B", "Qwen3-235B-A22B")
@@ -31,11 +31,13 @@ BASELINES = ("pd-1:1", "pd-3:1", "chunked")
 COMPARED = ("duopd", *BASELINES)
 POLICIES = ("prefill-first", "decode-first", "mixed")
 SM_SYSTEMS = ("duopd", "sm-9:1", "sm-7:3", "sm-5:5")
-# Fig. 12 / 9 / 14 requests: Gaussian lengths around the middle of the paper's 8K–32K / 32–512 range (§6.1, §6.3).
-LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED = 16384, 256, 0.1, 0
+# Fig. 12 / 9 / 14 requests: Gaussian lengths around the middle of the paper's 8K–32K / 32–512 range (§6.1, §6.3),
+# of the workload's default spread (the paper states none).
+LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED = 16384, 256, DEFAULT_LENGTH_CV, 0
 # A QPS knee is where TTFT reaches this multiple of its lowest-QPS value (§6.3).
 KNEE_FACTOR = 3.0
-# Fig. 9 "moderate load": half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
+# Fig. 9's load: the paper evaluates the policies "under prefill–decode interference" (§4.3) without a rate. Our
+# default (--fig9-load) is half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
 FIG9_LOAD = 0.5
 # Fig. 9 TBT, the issue's workload: 48 requests of 16K → 256 tokens, decode batch capped at 16.
 FIG9_TBT = FixedBatch(requests=48, input_len=16384, output_len=256)
@@ -331,11 +333,12 @@ def fig12(scale: Scale, out: Path) -> list[Claim]:
     return claims
 
 
-def fig9(scale: Scale, out: Path) -> list[Claim]:
-    """MMU policies: p50 TTFT/TPOT per model at a moderate load, and GPT3-175B TBT while the GPU keeps prefilling."""
+def fig9(scale: Scale, out: Path, load: float = FIG9_LOAD) -> list[Claim]:
+    """MMU policies: p50 TTFT/TPOT per model at `load` × DuoPD's estimated capacity, and GPT3-175B TBT while the
+    GPU keeps prefilling."""
     rows = []
     for model in MODELS:
-        qps = FIG9_LOAD * qps_estimate(model)
+        qps = load * qps_estimate(model)
         runs = {p: run(SimulationConfig("duopd", model, poisson(qps, scale.requests), mmu_policy=p)) for p in POLICIES}
         base = runs["prefill-first"]
         rows += [row(r, figure="fig9", study="policy-latency", ttft_p50_s=metric(r, "ttft_s", "p50"),
@@ -366,7 +369,7 @@ def fig9(scale: Scale, out: Path) -> list[Claim]:
         values = [next(r[key] for r in latency if r["model"] == m and r["mmu_policy"] == policy) for m in MODELS]
         left.bar(np.arange(len(MODELS)) + n * width, values, width, label=f"{policy} {key.split('_')[0].upper()}")
     left.set_xticks(np.arange(len(MODELS)) + 0.4 - width / 2, MODELS)
-    left.set(title=f"p50 TTFT / TPOT normalized to prefill-first (Poisson, {FIG9_LOAD:g}x DuoPD estimate)",
+    left.set(title=f"p50 TTFT / TPOT normalized to prefill-first (Poisson, {load:g}x DuoPD estimate)",
              ylim=(0, 1.4))
     left.legend(fontsize=7, ncol=3, loc="upper center")
     note_impossible(left, latency, lambda r: f"{r['model']} {r['mmu_policy']}")
@@ -572,16 +575,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {','.join(FIGURES)}")
+    parser.add_argument("--fig9-load", type=float, default=FIG9_LOAD, metavar="X",
+                        help=f"Fig. 9's Poisson rate as a multiple of DuoPD's estimated capacity (default "
+                             f"{FIG9_LOAD:g}; the paper states none)")
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
+    if not 0 < args.fig9_load < math.inf:
+        parser.error(f"--fig9-load must be a positive finite number, got {args.fig9_load}")
     if unknown or not chosen:
         parser.error(f"--only: unknown figure(s) {', '.join(unknown) or '(none given)'}; choose from "
                      f"{', '.join(FIGURES)}")
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     scale = QUICK if args.quick else FULL
-    claims = [claim for name in chosen for claim in FIGURES[name](scale, args.out)]
+    figures = {**FIGURES, "fig9": partial(fig9, load=args.fig9_load)}
+    claims = [claim for name in chosen for claim in figures[name](scale, args.out)]
     print(write_headline(args.out, claims, args.quick))
     print(f"wall time {time.perf_counter() - start:.1f} s; results in {args.out}")
 

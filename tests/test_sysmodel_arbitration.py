@@ -8,6 +8,7 @@ import pytest
 from sysmodel import verified
 from sysmodel.arbitration import POLICIES, MMUArbitration
 from sysmodel.errors import ConfigError
+from sysmodel.hardware import PAPER_HARDWARE
 from sysmodel.memory import FairSharing
 
 
@@ -28,24 +29,28 @@ def served(point: dict, source: str) -> float:
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_every_measured_point_is_reproduced_exactly(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     entry = table.entry("mmu", out_of_order=False)
     points = measured(table, policy)
     assert len(points) == 9
     for p in points:
-        loads = {"gpu": p["gpu_offered"], "pnm": p["pnm_offered"]}
-        granted = mmu.grant(loads)
+        rates = p["gpu_offered"], p["pnm_offered"]        # requests per cycle per port
+        fractions = {"gpu": rates[0] / mmu.full_rate, "pnm": rates[1] / mmu.full_rate}
         for source in ("gpu", "pnm"):
             # The generator offered a little more or less than requested: what carries over is the fraction
             # served, e.g. prefill-first at 0.25/1.0: the GPU offered 0.234 and got all of it.
-            assert granted[source] == pytest.approx(loads[source] * served(p, source), rel=1e-12)
-            cycles = entry.figures[f"latency_cycles_{source}"] + p[f"{source}_wait_p50"]
-            assert mmu.access_latency_s(source, loads) == pytest.approx(cycles / 1e9, rel=1e-12)
+            assert mmu.served(source, *rates) == pytest.approx(served(p, source), rel=1e-12)
+            assert mmu.wait_cycles(source, *rates) == pytest.approx(p[f"{source}_wait_p50"], rel=1e-12)
+            if max(fractions.values()) <= 1:     # 1 request per cycle is 102.4 % of the stack: unreachable
+                cycles = entry.figures[f"latency_cycles_{source}"] + p[f"{source}_wait_p50"]
+                assert mmu.access_latency_s(source, fractions) == pytest.approx(cycles / 1e9, rel=1e-12)
+                assert mmu.grant(fractions)[source] == pytest.approx(fractions[source] * served(p, source),
+                                                                     rel=1e-12)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_a_source_alone_gets_what_it_offers(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     for load in (0.1, 0.25, 0.4, 0.8, 1.0):
         assert mmu.grant({"gpu": load}) == pytest.approx({"gpu": load, "pnm": 0.0})
         assert mmu.grant({"pnm": load, "gpu": 0.0}) == pytest.approx({"gpu": 0.0, "pnm": load})
@@ -56,7 +61,7 @@ def test_a_source_alone_gets_what_it_offers(table, policy: str) -> None:
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     axis = [0.0, 0.25, 0.5, 1.0]
     fractions = {}                 # (gpu load, pnm load) → fraction served per source
     for load in axis:              # a source whose co-runner offers nothing is served in full
@@ -66,7 +71,6 @@ def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) 
         fractions[p["gpu_offered"], p["pnm_offered"]] = {s: served(p, s) for s in ("gpu", "pnm")}
     rng = np.random.default_rng(1)
     for x, y in rng.uniform(0.25, 1, (300, 2)).tolist() + rng.uniform(0, 1, (300, 2)).tolist():
-        got = mmu.grant({"gpu": x, "pnm": y})
         for source, own, other in (("gpu", x, y), ("pnm", y, x)):
             if own == 0:
                 continue
@@ -76,23 +80,25 @@ def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) 
             j = max(k for k in range(len(axis) - 1) if axis[k] <= other)
             corners = [fractions[(a, b) if source == "gpu" else (b, a)][source]
                        for a, b in itertools.product(own_axis[i:i + 2], axis[j:j + 2])]
-            fraction = got[source] / (x if source == "gpu" else y)
-            assert min(corners) - 1e-12 <= fraction <= max(corners) + 1e-12
+            assert min(corners) - 1e-12 <= mmu.served(source, x, y) <= max(corners) + 1e-12
     # Halfway between two measured points on a grid line: the mean of their served fractions.
     p = {(q["gpu_offered"], q["pnm_offered"]): q for q in measured(table, policy)}
     expected = (served(p[0.5, 0.5], "pnm") + served(p[0.5, 1.0], "pnm")) / 2
-    assert mmu.grant({"gpu": 0.5, "pnm": 0.75})["pnm"] == pytest.approx(0.75 * expected)
+    assert mmu.served("pnm", 0.5, 0.75) == pytest.approx(expected)
+    # Offered fractions of the bandwidth are requests per cycle ÷ full_rate.
+    assert mmu.grant({"gpu": 0.5 / mmu.full_rate, "pnm": 0.75 / mmu.full_rate})["pnm"] == pytest.approx(
+        0.75 / mmu.full_rate * expected)
 
 
 def test_unknown_policy_is_refused(table) -> None:
     with pytest.raises(ConfigError, match="unknown MMU policy 'round-robin'.*prefill-first"):
-        MMUArbitration.from_verified(table, "round-robin")
+        MMUArbitration.from_verified(table, "round-robin", PAPER_HARDWARE)
 
 
 def test_prefill_first_favours_the_gpu_and_decode_first_the_pnm(table) -> None:
     loads = {"gpu": 1.0, "pnm": 1.0}
-    prefill_first = MMUArbitration.from_verified(table, "prefill-first").grant(loads)
-    decode_first = MMUArbitration.from_verified(table, "decode-first").grant(loads)
+    prefill_first = MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE).grant(loads)
+    decode_first = MMUArbitration.from_verified(table, "decode-first", PAPER_HARDWARE).grant(loads)
     assert prefill_first["gpu"] > prefill_first["pnm"]
     assert decode_first["pnm"] > decode_first["gpu"]
 

@@ -30,11 +30,11 @@ def table() -> verified.VerifiedBlocks:
     return verified.load()
 
 
-def idle_mmu() -> MMUArbitration:
-    """An MMU that never delays anyone (no latency, no wait, everyone served in full)."""
-    loads = (0.5, 1.0)
-    return MMUArbitration("prefill-first", loads, {"gpu": np.ones((2, 3)), "pnm": np.ones((3, 2))},
-                          {s: np.zeros((3, 3)) for s in ("gpu", "pnm")}, {"gpu": 0, "pnm": 0}, CLOCK_HZ)
+def planted_mmu(pnm_wait: np.ndarray = np.zeros((3, 3))) -> MMUArbitration:
+    """An MMU that serves everyone in full, with no latency, whose PNM waits `pnm_wait` cycles at requested
+    loads (0, 0.5, 1) requests per cycle of the GPU × the PNM; 100 % of the bandwidth is 1 request per cycle."""
+    return MMUArbitration("prefill-first", 1.0, (0.5, 1.0), {"gpu": np.ones((2, 3)), "pnm": np.ones((3, 2))},
+                          {"gpu": np.zeros((3, 3)), "pnm": pnm_wait}, {"gpu": 0, "pnm": 0}, CLOCK_HZ)
 
 
 def one_stack_hardware(lanes: int, stack_bandwidth: float) -> Hardware:
@@ -45,12 +45,12 @@ def one_stack_hardware(lanes: int, stack_bandwidth: float) -> Hardware:
     return replace(PAPER_HARDWARE, gpu=gpu, gpus=1, pnm=pnm)
 
 
-def pnm_decode_seconds(lanes: int, batch: int, context: int, stack_bandwidth: float = 1e18) -> float:
+def pnm_decode_seconds(lanes: int, batch: int, context: int, stack_bandwidth: float = 1e18,
+                       mmu: MMUArbitration = planted_mmu(), gpu_load: float = 0.0) -> float:
     """One decode iteration of SMALL on one PNM whose lanes do one MAC per cycle each."""
     hardware = one_stack_hardware(lanes, stack_bandwidth)
-    pnm = PNMExecution(hardware, Shard(SMALL, 1), LaneFigures(width=1, latency_cycles=0, macs_per_cycle=1.0),
-                       idle_mmu())
-    return pnm.cost(decode_work(batch, context)).seconds
+    pnm = PNMExecution(hardware, Shard(SMALL, 1), LaneFigures(width=1, latency_cycles=0, macs_per_cycle=1.0), mmu)
+    return pnm.cost(decode_work(batch, context), loads={"gpu": gpu_load}).seconds
 
 
 def test_rows_beyond_the_lanes_take_another_pass_over_the_memory_operand() -> None:
@@ -72,6 +72,32 @@ def test_rows_beyond_the_lanes_take_another_pass_over_the_memory_operand() -> No
 def test_memory_bound_pnm_moves_each_element_once_whatever_the_passes() -> None:
     # At 1 kB/s the memory side dominates: (320 + 1,600 + 64 + 256 + 32) elements × 2 B = 4,544 B → 4.544 s.
     assert pnm_decode_seconds(lanes=4, batch=8, context=100, stack_bandwidth=1e3) == pytest.approx(4.544, rel=1e-12)
+
+
+def test_each_operator_waits_at_the_load_it_offers() -> None:
+    # The PNM's wait: 1,000 cycles × its requested load + 100 cycles × the GPU's (bilinear, so exact between
+    # the grid points). At 4 GB/s a compute-bound operator of E elements streams 2E bytes in 2E / 4e9 s while
+    # its lanes take passes × E ns: it offers 0.5 / passes of the bandwidth. With 4 lanes (passes as in the
+    # test above) qkv, o_proj, mlp and lm_head take 2 passes (offer 0.25: 250-cycle wait), attention 1 (0.5:
+    # 500 cycles); the GPU's 0.5 adds 50 cycles to each of the 5 operators.
+    axis = np.array([0.0, 0.5, 1.0])
+    mmu = planted_mmu(1000 * axis[None, :] + 100 * axis[:, None])
+    waits = 4 * 250 + 500 + 5 * 50
+    assert pnm_decode_seconds(4, 8, 100, 4e9, mmu, gpu_load=0.5) == pytest.approx((2944 + waits) / CLOCK_HZ,
+                                                                                   rel=1e-12)
+    # Memory-bound (1 kB/s): every operator offers all of the bandwidth, 1,000 cycles, the GPU none.
+    assert pnm_decode_seconds(4, 8, 100, 1e3, mmu) == pytest.approx(4.544 + 5 * 1000 / CLOCK_HZ, rel=1e-12)
+
+
+def test_the_memory_controller_turns_requests_per_cycle_into_bandwidth() -> None:
+    # 64 ports × 32 B × 1 GHz = 2.048 TB/s: 100 % of a 2 TB/s stack is 2 / 2.048 requests per cycle per port.
+    assert PAPER_HARDWARE.mc.requests_per_cycle(2e12) == pytest.approx(2 / 2.048, rel=1e-12)
+    table = verified.load()
+    mmu = MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE)
+    assert mmu.full_rate == pytest.approx(2 / 2.048, rel=1e-12)
+    # The PNM alone at half the bandwidth waits what the grid says at 0.5 × 0.977 requests per cycle.
+    assert mmu.access_latency_s("pnm", {"pnm": 0.5}) == pytest.approx(
+        (3 + float(mmu.wait_cycles("pnm", 0.0, 0.5 * 2 / 2.048))) / 1e9, rel=1e-12)
 
 
 def test_the_sm_bandwidth_curve_is_the_papers_point_and_its_ends() -> None:
@@ -98,7 +124,8 @@ def test_sm_split_decode_speed_follows_the_curve(table) -> None:
     # (LLaMA2-70B at batch 1 needs ~2 ms of memory and ~20 µs of compute per iteration on 8 GPUs); the
     # un-scaled all-reduces are < 0.5 % of it.
     def tpot(system: str) -> float:
-        return simulate(SimulationConfig(system, "llama2-70b", FixedBatch(1, 4096, 17)), table).summary["tpot_s"]["mean"]
+        result = simulate(SimulationConfig(system, "llama2-70b", FixedBatch(1, 4096, 17)), table)
+        return result.summary["tpot_s"]["mean"]
 
     curve_03 = 0.3 / (72 / 148) * 0.8
     curve_05 = 0.8 + (0.5 - 72 / 148) / (1 - 72 / 148) * 0.2

@@ -80,7 +80,9 @@ class GPUExecution:
 
 @dataclass(frozen=True)
 class LaneFigures:
-    """The PNM lane's measured figures (verified table, block `pnm_lane`)."""
+    """The PNM lane's measured figures (verified table, block `pnm_lane`). `macs_per_cycle` is what the bench
+    counted from the operands the lane consumed per cycle of a back-to-back stream, so it already includes
+    the operand-pair rate."""
     width: int
     latency_cycles: int
     macs_per_cycle: float
@@ -91,8 +93,7 @@ class LaneFigures:
             figures = table.entry("pnm_lane", width=width).figures
         except KeyError as error:
             raise ConfigError(str(error).strip('"')) from None
-        return cls(width, int(figures["latency_cycles"]),
-                   float(figures["macs_per_cycle"]) * float(figures["operand_pairs_per_cycle"]))
+        return cls(width, int(figures["latency_cycles"]), float(figures["macs_per_cycle"]))
 
 
 @dataclass(frozen=True)

@@ -162,3 +162,13 @@ def test_pd_decode_waits_for_the_last_layer_of_the_kv_transfer(table) -> None:
     last_layer_s = 8192 * KV_PER_TOKEN / (4 * 900e9) / 80
     decode_s = GPUExecution(PAPER_HARDWARE, Shard(LLAMA2_70B, 4)).cost(decode_work(1, 8193)).seconds
     assert request.token_times[1] == pytest.approx(request.first_token + last_layer_s + decode_s, rel=1e-12)
+
+
+def test_the_lane_rate_is_the_measured_mac_rate_alone(table) -> None:
+    # The bench counts MACs from the operands the lane consumed, so a lane taking a beat every other cycle
+    # records both 0.5 pairs per cycle and 512 (not 1,024) MACs per cycle: the model must not halve it again.
+    entry = table.entry("pnm_lane", width=1024)
+    slow = verified.VerifiedBlocks([replace(e, figures={**e.figures, "operand_pairs_per_cycle": 0.5,
+                                                        "macs_per_cycle": 512.0}) if e is entry else e
+                                    for e in table.entries])
+    assert LaneFigures.from_verified(slow, 1024).macs_per_cycle == 512.0

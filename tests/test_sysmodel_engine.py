@@ -39,6 +39,13 @@ def test_event_loop_runs_in_time_then_insertion_order() -> None:
     assert ran == [(1.0, "b"), (1.0, "d"), (2.0, "c"), (2.0, "f"), (2.0, "g"), (2.5, "h"), (3.0, "a"), (3.0, "e")]
 
 
+def test_a_fresh_loop_starts_at_time_zero() -> None:
+    loop, seen = EventLoop(), []
+    assert loop.now == 0.0
+    loop.at(loop.now + 0.5, lambda: seen.append(loop.now))
+    assert loop.run() == 0.5 and seen == [0.5]
+
+
 def single(self: DecodeServer) -> None:
     """The reference: one decode iteration at a time."""
     self._admit()

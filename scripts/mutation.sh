@@ -3,9 +3,11 @@
 # Not part of the default pytest run: mutmut copies the sources into ./mutants and runs the fast system-model
 # tests (listed under [tool.mutmut] in pyproject.toml; no Verilator, no study runs) against every mutant.
 #
-#   scripts/mutation.sh                   # every module, one after another, then the kill rate per module
-#   scripts/mutation.sh engine memory     # only these modules (names below)
+#   scripts/mutation.sh                   # every module, then the kill rate per module
+#   scripts/mutation.sh engine            # one module (names below); run modules one at a time this way
 #   JOBS=2 scripts/mutation.sh            # mutants tested at once (default 1)
+#
+# The modules given are mutated in one mutmut run (each run first reruns the whole test selection once).
 #
 # Needs `pip install -e '.[test,mutation]'`. Results accumulate in ./mutants (delete it to start afresh).
 set -euo pipefail
@@ -20,9 +22,10 @@ declare -A PATTERNS=(
     [cli]="basedie.cli.x__simulat*"
 )
 modules=("${@:-${ALL[@]}}")
+patterns=()
 for module in "${modules[@]}"; do
-    pattern=${PATTERNS[$module]:?unknown module $module; choose from ${ALL[*]}}
-    echo "== $module ($pattern)"
-    "$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "$pattern" > "mutants-$module.log" 2>&1 || true
+    patterns+=("${PATTERNS[$module]:?unknown module $module; choose from ${ALL[*]}}")
 done
-"$PYTHON" -m mutmut results --all true | "$PYTHON" scripts/mutation_report.py "${modules[@]/#/}"
+echo "mutmut run ${patterns[*]} (log: mutants.log)"
+"$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "${patterns[@]}" > mutants.log 2>&1 || true
+"$PYTHON" -m mutmut results --all true | "$PYTHON" scripts/mutation_report.py "${modules[@]}"

@@ -1,6 +1,7 @@
 """Bandwidth sharing: the MMU arbitration reproduces the verified points and interpolates between them; fair
 (max-min) sharing never over-grants."""
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from sysmodel import verified
 from sysmodel.arbitration import POLICIES, MMUArbitration
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import PAPER_HARDWARE
-from sysmodel.memory import FairSharing
+from sysmodel.memory import FairSharing, MemoryTier
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +131,20 @@ def test_fair_sharing_examples() -> None:
     assert fair.grant({"a": 0.3}) == pytest.approx({"a": 0.3})
     assert fair.grant({"a": -0.5, "b": 2.0}) == pytest.approx({"a": 0.0, "b": 1.0})
     assert fair.grant({"a": 0.6, "b": 0.6, "c": 0.1}) == pytest.approx({"a": 0.45, "b": 0.45, "c": 0.1})
+
+
+def test_a_gpus_stacks_seen_as_one_tier() -> None:
+    # 8 HBM4 stacks: 8 × 48 GB, 8 × 2 TB/s; latency, energy per byte and sharing those of one stack.
+    class Unfair:
+        def grant(self, offered):
+            return {user: 0.0 for user in offered}
+
+    sharing = Unfair()
+    stack = MemoryTier("stack", 48e9, 2e12, 42e-9, 20.8e-12, sharing)
+    eight = stack.scaled(8)
+    assert (eight.name, eight.capacity_bytes, eight.bandwidth) == ("8x stack", 384e9, 16e12)
+    assert (eight.latency_s, eight.energy_per_byte) == (42e-9, 20.8e-12) and eight.sharing is sharing
+    assert stack.scaled(8, "HBM").name == "HBM"
+    # A GPU's memory is its stacks scaled (computed afresh for a new GPU, not a cached preset).
+    gpu = replace(PAPER_HARDWARE.gpu, stacks=4, stack=stack)
+    assert (gpu.memory.bandwidth, gpu.memory.capacity_bytes, gpu.memory.name) == (8e12, 192e9, "4x stack")

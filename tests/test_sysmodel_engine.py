@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from sysmodel import verified
-from sysmodel.engine import EventLoop
+from sysmodel.engine import EventLoop, Request
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, decode_work
-from sysmodel.servers import DecodeServer
+from sysmodel.execution import Cost
+from sysmodel.servers import Accounting, DecodeServer, KVPool, MixedServer
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import SYSTEMS
 from sysmodel.workload import FixedBatch, PoissonArrivals
@@ -152,3 +153,32 @@ def test_a_model_whose_weights_do_not_fit_is_refused(table, system: str) -> None
     config = SimulationConfig(system, TINY, FixedBatch(1, 8, 8), hardware_with_gpu_memory(capacity))
     with pytest.raises(ConfigError, match="tiny does not fit on"):
         simulate(config, table)
+
+
+def test_chunked_iterations_carry_the_prompt_chunks_and_the_decode_tokens() -> None:
+    """Chunks of 3 prompt tokens over two requests (prompts 5 and 2, 2 output tokens each), every iteration
+    1 s: the work of each iteration worked out by hand."""
+    works = []
+
+    def cost(work, scale=1.0, loads=None) -> Cost:
+        works.append(work)
+        ones = np.ones(np.shape(work.kv_read))
+        return Cost(ones if ones.shape else 1.0, 0.0, 0.0, 0.0, 0.0)
+
+    loop, done = EventLoop(), []
+    server = MixedServer(loop, "mixed", cost, Accounting("mixed", "gpu", 1.0, 1.0, 0.0, 0.0),
+                         kv=KVPool(100, "pool"), max_batch=4, chunk_tokens=3, finished=done.append)
+    first, second = Request(0, 0.0, 5, 2), Request(1, 0.0, 2, 2)
+    for request in (first, second):
+        loop.at(0.0, lambda request=request: server.submit(request))
+    loop.run()
+    # Work = (new tokens, causal (query, key) pairs, KV tokens read, sequences emitting a token):
+    # 1: tokens 1–3 of the first prompt: pairs 1 + 2 + 3.
+    # 2: its last 2 tokens after 3 cached (2·3 + 1 + 2 pairs, 5 read, emits) + the second prompt's first token.
+    # 3: the first request decodes (context 5 + its token = 6) + the second prompt's last token after 1 cached
+    #    (it attends to 2 keys, reads 2).
+    # 4: the second request decodes alone (context 2 + 1).
+    assert works[:3] == [(3, 6, 3, 0), (2 + 1, 9 + 1, 5 + 1, 1 + 0), (1 + 1, 6 + 2, 6 + 2, 1 + 1)]
+    assert [int(np.asarray(v).sum()) for v in works[3]] == [1, 3, 3, 1] and len(works) == 4
+    assert (first.first_token, first.finish, second.first_token, second.finish) == (2.0, 3.0, 3.0, 4.0)
+    assert done == [first, second]

@@ -155,9 +155,9 @@ def test_a_model_whose_weights_do_not_fit_is_refused(table, system: str) -> None
         simulate(config, table)
 
 
-def test_chunked_iterations_carry_the_prompt_chunks_and_the_decode_tokens() -> None:
-    """Chunks of 3 prompt tokens over two requests (prompts 5 and 2, 2 output tokens each), every iteration
-    1 s: the work of each iteration worked out by hand."""
+def chunked_run(*requests: Request) -> tuple[list, list, KVPool]:
+    """Requests arriving at 0 on a mixed server of 3-token chunks whose every iteration takes 1 s: the work of
+    each iteration, the requests in the order they finished, and the KV pool."""
     works = []
 
     def cost(work, scale=1.0, loads=None) -> Cost:
@@ -165,20 +165,29 @@ def test_chunked_iterations_carry_the_prompt_chunks_and_the_decode_tokens() -> N
         ones = np.ones(np.shape(work.kv_read))
         return Cost(ones if ones.shape else 1.0, 0.0, 0.0, 0.0, 0.0)
 
-    loop, done = EventLoop(), []
-    server = MixedServer(loop, "mixed", cost, Accounting("mixed", "gpu", 1.0, 1.0, 0.0, 0.0),
-                         kv=KVPool(100, "pool"), max_batch=4, chunk_tokens=3, finished=done.append)
-    first, second = Request(0, 0.0, 5, 2), Request(1, 0.0, 2, 2)
-    for request in (first, second):
+    loop, done, pool = EventLoop(), [], KVPool(100, "pool")
+    server = MixedServer(loop, "mixed", cost, Accounting("mixed", "gpu", 1.0, 1.0, 0.0, 0.0), kv=pool, max_batch=4,
+                         chunk_tokens=3, finished=done.append)
+    for request in requests:
         loop.at(0.0, lambda request=request: server.submit(request))
     loop.run()
+    return works, done, pool
+
+
+def test_chunked_iterations_carry_the_prompt_chunks_and_the_decode_tokens() -> None:
+    first, second = Request(0, 0.0, 5, 3), Request(1, 0.0, 2, 2)
+    works, done, pool = chunked_run(first, second)
     # Work = (new tokens, causal (query, key) pairs, KV tokens read, sequences emitting a token):
     # 1: tokens 1–3 of the first prompt: pairs 1 + 2 + 3.
     # 2: its last 2 tokens after 3 cached (2·3 + 1 + 2 pairs, 5 read, emits) + the second prompt's first token.
     # 3: the first request decodes (context 5 + its token = 6) + the second prompt's last token after 1 cached
     #    (it attends to 2 keys, reads 2).
-    # 4: the second request decodes alone (context 2 + 1).
+    # 4: both decode: 5 + 2 of the first, 2 + 1 of the second.
     assert works[:3] == [(3, 6, 3, 0), (2 + 1, 9 + 1, 5 + 1, 1 + 0), (1 + 1, 6 + 2, 6 + 2, 1 + 1)]
-    assert [int(np.asarray(v).sum()) for v in works[3]] == [1, 3, 3, 1] and len(works) == 4
-    assert (first.first_token, first.finish, second.first_token, second.finish) == (2.0, 3.0, 3.0, 4.0)
-    assert done == [first, second]
+    assert [int(np.asarray(v).sum()) for v in works[3]] == [2, 7 + 3, 7 + 3, 2] and len(works) == 4
+    assert (first.first_token, first.finish, second.first_token, second.finish) == (2.0, 4.0, 3.0, 4.0)
+    assert done == [first, second] and pool.used == 0
+    # A one-token answer is done when its prompt is: it finishes there and frees its KV.
+    only = Request(2, 0.0, 2, 1)
+    works, done, pool = chunked_run(only)
+    assert works == [(2, 3, 2, 1)] and done == [only] and only.finish == 1.0 and pool.used == 0

@@ -172,3 +172,27 @@ def test_the_lane_rate_is_the_measured_mac_rate_alone(table) -> None:
                                                         "macs_per_cycle": 512.0}) if e is entry else e
                                     for e in table.entries])
     assert LaneFigures.from_verified(slow, 1024).macs_per_cycle == 512.0
+
+
+E_HBM = 41.6 / 2e12          # J/B, §6.7
+GPU_FLOPS, GPU_W, GPU_BW = 2.5e15, 1400.0, 8 * 2e12    # per GPU: §6.1, §6.7; 8 stacks of 2 TB/s
+
+
+@pytest.mark.parametrize(("system", "accounts"), [
+    ("duopd", [("prefill (GPU)", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM),
+               # 64 PNMs of 16 lanes × 1,024 MACs × 2 FLOPs at 1 GHz; 6.45 W each; 7 % less HBM energy.
+               ("decode (PNM)", "pnm", 64 * 16 * 1024 * 2 * 1e9, 8 * GPU_BW, 64 * 6.45, E_HBM * 0.93)]),
+    ("chunked", [("chunked prefill", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM)]),
+    ("sm-7:3", [("prefill SMs", "gpu", 0.7 * 8 * GPU_FLOPS, 8 * GPU_BW, 0.7 * 8 * GPU_W, E_HBM),
+                ("decode SMs", "gpu", 0.3 * 8 * GPU_FLOPS, 8 * GPU_BW, 0.3 * 8 * GPU_W, E_HBM)]),
+    ("pd-3:1", [("decode instance 0 (TP2)", "gpu", 2 * GPU_FLOPS, 2 * GPU_BW, 2 * GPU_W, E_HBM),
+                ("KV transfer (NVLink)", "link", 0.0, 0.0, 0.0, 0.0)]
+               + [(f"prefill instance {i} (TP2)", "gpu", 2 * GPU_FLOPS, 2 * GPU_BW, 2 * GPU_W, E_HBM)
+                  for i in range(3)]),
+])
+def test_every_server_is_accounted_at_its_devices_peak_and_power(table, system: str, accounts: list) -> None:
+    built = build(system, Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    got = [(a.name, a.device, a.peak_flops, a.bandwidth, a.power_w, a.hbm_energy_per_byte) for a in built.accounts]
+    assert len(got) == len(accounts)
+    for have, want in zip(got, accounts):
+        assert have[:2] == want[:2] and have[2:] == pytest.approx(want[2:], rel=1e-12), want[0]

@@ -14,7 +14,7 @@ from sysmodel.execution import GPUExecution, LaneFigures, PNMExecution
 from sysmodel.hardware import B200_SM_BANDWIDTH, PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM, LLAMA2_70B
 from sysmodel.memory import MemoryTier
-from sysmodel.operators import Shard, decode_work
+from sysmodel.operators import Shard, decode_work, prefill_work
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import Setting, build
 from sysmodel.workload import FixedBatch
@@ -196,3 +196,10 @@ def test_every_server_is_accounted_at_its_devices_peak_and_power(table, system: 
     assert len(got) == len(accounts)
     for have, want in zip(got, accounts):
         assert have[:2] == want[:2] and have[2:] == pytest.approx(want[2:], rel=1e-12), want[0]
+
+
+def test_an_sm_split_prefills_on_its_prefill_share(table) -> None:
+    # One request alone: its prompt runs on the prefill partition, 70 % of the SMs of sm-7:3 (decode's 30 % idle).
+    request = simulate(SimulationConfig("sm-7:3", "llama2-70b", FixedBatch(1, 8192, 2)), table).requests[0]
+    alone = GPUExecution(PAPER_HARDWARE, Shard(LLAMA2_70B, 8), 0.7).cost(prefill_work(8192)).seconds
+    assert request.first_token == pytest.approx(alone, rel=1e-12)

@@ -148,3 +148,14 @@ def test_a_gpus_stacks_seen_as_one_tier() -> None:
     # A GPU's memory is its stacks scaled (computed afresh for a new GPU, not a cached preset).
     gpu = replace(PAPER_HARDWARE.gpu, stacks=4, stack=stack)
     assert (gpu.memory.bandwidth, gpu.memory.capacity_bytes, gpu.memory.name) == (8e12, 192e9, "4x stack")
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_a_block_of_iterations_is_served_as_each_iteration_alone(table, policy: str) -> None:
+    # Decode blocks look the grid up with arrays: the same values as one lookup per iteration, also below the
+    # lowest and above the highest measured load (held constant there).
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
+    x, y = np.random.default_rng(2).uniform(-0.5, 1.5, (2, 50))
+    for source in ("gpu", "pnm"):
+        for lookup in (mmu.served, mmu.wait_cycles):
+            np.testing.assert_allclose(lookup(source, x, y), [lookup(source, a, b) for a, b in zip(x, y)], rtol=1e-12)

@@ -203,3 +203,18 @@ def test_an_sm_split_prefills_on_its_prefill_share(table) -> None:
     request = simulate(SimulationConfig("sm-7:3", "llama2-70b", FixedBatch(1, 8192, 2)), table).requests[0]
     alone = GPUExecution(PAPER_HARDWARE, Shard(LLAMA2_70B, 8), 0.7).cost(prefill_work(8192)).seconds
     assert request.first_token == pytest.approx(alone, rel=1e-12)
+
+
+def test_a_pnm_iteration_counts_its_flops_bytes_and_access_latency() -> None:
+    # SMALL at batch 8, context 100 (the operators of the first test). FLOPs per layer: qkv 2·8·8·24 = 3,072,
+    # attention 4·8·100 = 3,200, o_proj 2·8·8·8 = 1,024, MLP 2·8·2·8·16 = 4,096, two norms 2 × 4·8·8 = 512; head:
+    # norm 4·8·8 = 256, LM head 2·8·8·4 = 512. HBM: the 2,272 streamed elements × 2 B.
+    hardware = one_stack_hardware(8, 1e18)
+    hardware = replace(hardware, gpu=replace(hardware.gpu, stack=replace(hardware.gpu.stack, latency_s=42e-9)))
+    pnm = PNMExecution(hardware, Shard(SMALL, 1), LaneFigures(width=1, latency_cycles=0, macs_per_cycle=1.0),
+                       planted_mmu())
+    cost = pnm.cost(decode_work(8, 100))
+    assert cost.flops == 3072 + 3200 + 1024 + 4096 + 512 + 256 + 512
+    assert cost.hbm_bytes == 2 * 2272 and cost.link_bytes == 0
+    # 2,272 cycles of lanes at 1 GHz, and each of the 5 streaming operators waits one 42 ns DRAM access.
+    assert cost.seconds == pytest.approx(2272e-9 + 5 * 42e-9, rel=1e-12)

@@ -207,7 +207,8 @@ def test_an_sm_split_prefills_on_its_prefill_share(table) -> None:
 
 def test_a_pnm_iteration_counts_its_flops_bytes_and_access_latency() -> None:
     # SMALL at batch 8, context 100 (the operators of the first test). FLOPs per layer: qkv 2·8·8·24 = 3,072,
-    # attention 4·8·100 = 3,200, o_proj 2·8·8·8 = 1,024, MLP 2·8·2·8·16 = 4,096, two norms 2 × 4·8·8 = 512; head:
+    # attention 4·8·100 = 3,200, o_proj 2·8·8·8 = 1,024, MLP 2·8·2·8·16 = 4,096, two norms 2 × 4·8·8 = 512;
+    # head:
     # norm 4·8·8 = 256, LM head 2·8·8·4 = 512. HBM: the 2,272 streamed elements × 2 B.
     hardware = one_stack_hardware(8, 1e18)
     hardware = replace(hardware, gpu=replace(hardware.gpu, stack=replace(hardware.gpu.stack, latency_s=42e-9)))

@@ -102,7 +102,8 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
     simulate.add_argument("--qps", type=float, default=None, metavar="X",
                           help="Poisson arrivals at X requests/s, lengths drawn around the means")
     simulate.add_argument("--length-cv", type=float, default=None, metavar="X",
-                          help="with --qps: coefficient of variation of both lengths (default 0.1)")
+                          help="with --qps: coefficient of variation of both lengths (default 0.1: the paper "
+                               "gives no spread, see sysmodel/workload.py)")
     simulate.add_argument("--seed", type=int, default=0, metavar="N",
                           help="random seed of the Poisson arrivals and lengths (default 0)")
     simulate.add_argument("--mmu-policy", default=None, metavar="POLICY",
@@ -398,7 +399,7 @@ def _simulation_config(args):
     from sysmodel.llm import resolve_model
     from sysmodel.simulate import SimulationConfig, resolve_hardware
     from sysmodel.systems import SYSTEMS
-    from sysmodel.workload import FixedBatch, PoissonArrivals
+    from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
     for flag in ("qps", "length_cv"):
         value = getattr(args, flag)
@@ -421,7 +422,8 @@ def _simulation_config(args):
         workload = FixedBatch(args.batch if args.requests is None else args.requests, args.input_len, args.output_len)
     elif workload is None:
         workload = PoissonArrivals(args.qps, 1000 if args.requests is None else args.requests, args.input_len,
-                                   args.output_len, 0.1 if args.length_cv is None else args.length_cv, args.seed)
+                                   args.output_len, DEFAULT_LENGTH_CV if args.length_cv is None else args.length_cv,
+                                   args.seed)
     overrides = {}
     for item in args.hw:
         field, sep, value = item.partition("=")

@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import product
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
 from sysmodel.perf import PERF_MODELS
 from sysmodel.simulate import Result, SimulationConfig
-from sysmodel.workload import FixedBatch, PoissonArrivals
+from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
 MODELS = ("GPT3-175B", "LLaMA2-70B", "Qwen3-235B-A22B")
@@ -34,11 +35,13 @@ BASELINES = ("pd-1:1", "pd-3:1", "chunked")
 COMPARED = ("duopd", *BASELINES)
 POLICIES = ("prefill-first", "decode-first", "mixed")
 SM_SYSTEMS = ("duopd", "sm-9:1", "sm-7:3", "sm-5:5")
-# Fig. 12 / 9 / 14 requests: Gaussian lengths around the middle of the paper's 8K–32K / 32–512 range (§6.1, §6.3).
-LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED = 16384, 256, 0.1, 0
+# Fig. 12 / 9 / 14 requests: Gaussian lengths around the middle of the paper's 8K–32K / 32–512 range (§6.1, §6.3),
+# of the workload's default spread (the paper states none).
+LATENCY_INPUT, LATENCY_OUTPUT, LATENCY_CV, SEED = 16384, 256, DEFAULT_LENGTH_CV, 0
 # A QPS knee is where TTFT reaches this multiple of its lowest-QPS value (§6.3).
 KNEE_FACTOR = 3.0
-# Fig. 9 "moderate load": half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
+# Fig. 9's load: the paper evaluates the policies "under prefill–decode interference" (§4.3) without a rate. Our
+# default (--fig9-load) is half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
 FIG9_LOAD = 0.5
 # Fig. 9 TBT, the issue's workload: 48 requests of 16K → 256 tokens, decode batch capped at 16.
 FIG9_TBT = FixedBatch(requests=48, input_len=16384, output_len=256)
@@ -357,16 +360,17 @@ def fig12(scale: Scale, out: Path) -> list[Claim]:
     return claims
 
 
-def fig9(scale: Scale, out: Path) -> list[Claim]:
-    """MMU policies: p50 TTFT/TPOT per model at a moderate load, and GPT3-175B TBT while the GPU keeps prefilling."""
+def fig9(scale: Scale, out: Path, load: float = FIG9_LOAD) -> list[Claim]:
+    """MMU policies: p50 TTFT/TPOT per model at `load` × DuoPD's estimated capacity, and GPT3-175B TBT while the
+    GPU keeps prefilling."""
     rows = []
     prefetch(estimate_config(model) for model in MODELS)
-    prefetch([SimulationConfig("duopd", model, poisson(FIG9_LOAD * qps_estimate(model), scale.requests), mmu_policy=p)
+    prefetch([SimulationConfig("duopd", model, poisson(load * qps_estimate(model), scale.requests), mmu_policy=p)
               for model, p in product(MODELS, POLICIES)]
              + [SimulationConfig("duopd", "GPT3-175B", w, mmu_policy=p, max_batch=TBT_BATCH)
                 for w, p in product((FIG9_TBT, FIG9_TBT_BATCH16), POLICIES)])
     for model in MODELS:
-        qps = FIG9_LOAD * qps_estimate(model)
+        qps = load * qps_estimate(model)
         runs = {p: run(SimulationConfig("duopd", model, poisson(qps, scale.requests), mmu_policy=p)) for p in POLICIES}
         base = runs["prefill-first"]
         rows += [row(r, figure="fig9", study="policy-latency", ttft_p50_s=metric(r, "ttft_s", "p50"),
@@ -397,7 +401,7 @@ def fig9(scale: Scale, out: Path) -> list[Claim]:
         values = [next(r[key] for r in latency if r["model"] == m and r["mmu_policy"] == policy) for m in MODELS]
         left.bar(np.arange(len(MODELS)) + n * width, values, width, label=f"{policy} {key.split('_')[0].upper()}")
     left.set_xticks(np.arange(len(MODELS)) + 0.4 - width / 2, MODELS)
-    left.set(title=f"p50 TTFT / TPOT normalized to prefill-first (Poisson, {FIG9_LOAD:g}x DuoPD estimate)",
+    left.set(title=f"p50 TTFT / TPOT normalized to prefill-first (Poisson, {load:g}x DuoPD estimate)",
              ylim=(0, 1.4))
     left.legend(fontsize=7, ncol=3, loc="upper center")
     note_impossible(left, latency, lambda r: f"{r['model']} {r['mmu_policy']}")
@@ -612,21 +616,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--perf-model", default="roofline", choices=PERF_MODELS,
                         help="GPU performance model of every run (roofline-efficiency: the H100's measured "
                              "efficiencies on the paper's GPU)")
+    parser.add_argument("--fig9-load", type=float, default=FIG9_LOAD, metavar="X",
+                        help=f"Fig. 9's Poisson rate as a multiple of DuoPD's estimated capacity (default "
+                             f"{FIG9_LOAD:g}; the paper states none)")
     args = parser.parse_args(argv)
     global PERF_MODEL
     PERF_MODEL = args.perf_model
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
+    if not 0 < args.fig9_load < math.inf:
+        parser.error(f"--fig9-load must be a positive finite number, got {args.fig9_load}")
     if unknown or not chosen:
         parser.error(f"--only: unknown figure(s) {', '.join(unknown) or '(none given)'}; choose from "
                      f"{', '.join(FIGURES)}")
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     scale = QUICK if args.quick else FULL
+    figures = {**FIGURES, "fig9": partial(fig9, load=args.fig9_load)}
     with Cluster(args.scheduler, args.workers) as client:
         CLIENT[:] = [client] if client else []
         try:
-            claims = [claim for name in chosen for claim in FIGURES[name](scale, args.out)]
+            claims = [claim for name in chosen for claim in figures[name](scale, args.out)]
         finally:
             CLIENT.clear()
     print(write_headline(args.out, claims, args.quick))

@@ -6,6 +6,10 @@ Here those points are the whole model. What is interpolated is the fraction of i
 is served (share / actually offered): bilinearly between the measured points, held constant beyond them,
 and 1 for a source whose co-runner offers nothing (it has the memory to itself). A source is granted its
 offered load times that fraction. Nothing is fitted.
+
+The servers speak in fractions of the stack's bandwidth, the measurement in requests per MC cycle per
+arbitration port; `MemoryController.requests_per_cycle` converts one into the other (with the paper's
+numbers 100 % of a 2 TB/s stack is 0.977 requests per cycle on each of 64 ports).
 """
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
+from .hardware import Hardware
 from basedie.verified import VerifiedBlocks
 
 POLICIES = {"prefill-first": "prefill_first", "decode-first": "decode_first", "mixed": "mixed"}
@@ -49,15 +54,16 @@ def _clip01(value):
 class MMUArbitration:
     """A `Sharing` for one HBM stack whose users are named "gpu" and "pnm"."""
     policy: str
+    full_rate: float                     # requests per cycle per port that move 100 % of the stack's bandwidth
     loads: tuple[float, ...]             # the requested loads of the measurement, ascending
-    served: dict[str, np.ndarray]        # source → fraction served, grid[gpu load index, pnm load index];
+    served_grid: dict[str, np.ndarray]   # source → fraction served, grid[gpu load index, pnm load index];
                                          # the co-runner's axis starts with an extra 0 (alone: 1.0)
     waits_p50: dict[str, np.ndarray]     # cycles, grid over (0, *loads) × (0, *loads)
     latency_cycles: dict[str, int]       # request to memory, unloaded
     clock_hz: float                      # the MMU's design clock (`design_clock_hz`, recorded with the entry)
 
     @classmethod
-    def from_verified(cls, table: VerifiedBlocks, policy: str) -> "MMUArbitration":
+    def from_verified(cls, table: VerifiedBlocks, policy: str, hardware: Hardware) -> "MMUArbitration":
         if policy not in POLICIES:
             raise ConfigError(f"unknown MMU policy {policy!r}; choose one of {', '.join(POLICIES)}")
         try:
@@ -78,19 +84,33 @@ class MMUArbitration:
             for s in SOURCES:
                 waits[s][i + 1, j + 1] = p[f"{s}_wait_p50"]
         latency = {s: int(entry.figures[f"latency_cycles_{s}"]) for s in SOURCES}
-        return cls(policy, tuple(loads), served, waits, latency, float(entry.params["design_clock_hz"]))
+        clock_hz = float(entry.params["design_clock_hz"])
+        return cls(policy, hardware.mc.requests_per_cycle(hardware.gpu.stack.bandwidth, clock_hz), tuple(loads),
+                   served, waits, latency, clock_hz)
 
     def _axes(self, source: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
         with_zero = (0.0, *self.loads)
         return (self.loads, with_zero) if source == "gpu" else (with_zero, self.loads)
 
-    def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
-        x, y = (_clip01(offered.get(s, 0.0)) for s in SOURCES)
-        return {s: load * _bilinear(*self._axes(s), self.served[s], x, y) for s, load in zip(SOURCES, (x, y))}
+    def _rates(self, fractions) -> tuple:
+        """(gpu, pnm) requests per cycle per port for (gpu, pnm) fractions of the stack's bandwidth."""
+        return tuple(f * self.full_rate for f in fractions)
 
-    def access_latency_s(self, source: str, offered: Mapping[str, float]) -> float:
-        """Unloaded MMU latency plus the median wait at these loads."""
-        x, y = (_clip01(offered.get(s, 0.0)) for s in SOURCES)
+    def served(self, source: str, gpu_rate, pnm_rate):
+        """The fraction of its requests `source` is served at these request rates (the measured grid's units)."""
+        return _bilinear(*self._axes(source), self.served_grid[source], gpu_rate, pnm_rate)
+
+    def wait_cycles(self, source: str, gpu_rate, pnm_rate):
+        """The median wait of `source` at these request rates."""
         axis = (0.0, *self.loads)
-        wait = float(_bilinear(axis, axis, self.waits_p50[source], x, y))
-        return (self.latency_cycles[source] + wait) / self.clock_hz
+        return _bilinear(axis, axis, self.waits_p50[source], gpu_rate, pnm_rate)
+
+    def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
+        fractions = [_clip01(offered.get(s, 0.0)) for s in SOURCES]
+        rates = self._rates(fractions)
+        return {s: f * self.served(s, *rates) for s, f in zip(SOURCES, fractions)}
+
+    def access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
+        """Unloaded MMU latency plus the median wait at these offered fractions (arrays: one per iteration)."""
+        rates = self._rates(_clip01(offered.get(s, 0.0)) for s in SOURCES)
+        return (self.latency_cycles[source] + self.wait_cycles(source, *rates)) / self.clock_hz

@@ -141,9 +141,9 @@ class PNMExecution:
     and a key/value beat up to `lanes` query heads of a GQA group; the rows an operand serves are its
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
-    access latency; each layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel
-    all-reduces over NVLink (priced by `perf`, as the GPUs' own). Norms and softmax run on the PNM's vector
-    unit, which is not modelled (its operands sit in the PNM buffer)."""
+    access latency at the loads the GPU and the operator offer; each layer pays two inter-PNM all-reduces
+    (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own). Norms
+    and softmax run on the PNM's vector unit, which is not modelled (its operands sit in the PNM buffer)."""
     hardware: Hardware
     shard: Shard
     figures: PNMFigures
@@ -159,9 +159,10 @@ class PNMExecution:
         """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait."""
         hw, shard, lane = self.hardware, self.shard, self.figures
         stacks = hw.gpu.stacks
-        byte_rate = hw.gpu.stack.bandwidth * bandwidth_scale
-        start_s = (lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s
-                   + self.mmu.access_latency_s("pnm", {"gpu": (loads or {}).get("gpu", 0.0), "pnm": 1.0}))
+        stack_bandwidth = hw.gpu.stack.bandwidth
+        byte_rate = stack_bandwidth * bandwidth_scale
+        fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s
+        gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
 
         def seconds_of(ops) -> tuple[float, float]:
@@ -172,8 +173,13 @@ class PNMExecution:
                     continue
                 passes = -(-(op.flops / (2 * elements)) // lane.lanes)
                 nbytes = elements * BYTES_PER_VALUE / stacks
-                cycles = passes * elements / stacks / lane.macs_per_cycle
-                total += larger(cycles / lane.clock_hz, nbytes / byte_rate) + start_s
+                compute_s = passes * elements / stacks / lane.macs_per_cycle / lane.clock_hz
+                # What the operator asks of the stack while it streams: all of it when memory-bound, less
+                # when the lanes are the bottleneck; the MMU's wait is looked up at that load.
+                alone_s = nbytes / stack_bandwidth
+                offered = alone_s / larger(compute_s, alone_s)
+                start_s = fixed_s + self.mmu.access_latency_s("pnm", {"gpu": gpu_load, "pnm": offered})
+                total += larger(compute_s, nbytes / byte_rate) + start_s
                 hbm += nbytes
             return total, hbm
 

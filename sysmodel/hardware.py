@@ -81,12 +81,34 @@ class PNMArray:
 
 
 @dataclass(frozen=True)
+class MemoryController:
+    """A stack's memory controller as the MMU sees it (paper §4.3): `ports` arbiters, each issuing up to one
+    `request_bytes` request per cycle of the MMU's design clock (`design_clock_hz` of its verified entry). The
+    MMU's verified figures count requests per cycle of one port; this is what turns them into a fraction of the
+    stack's bandwidth."""
+    request_bytes: int
+    ports: int
+
+    def requests_per_cycle(self, bytes_per_s: float, clock_hz: float) -> float:
+        """Requests per cycle of `clock_hz` on each port that move `bytes_per_s` through the stack."""
+        return bytes_per_s / (self.request_bytes * clock_hz * self.ports)
+
+
+# 32-B requests: the PNM LSU splits tensor loads into 32-B MC requests (§4.3). One arbitration port per
+# pseudo-channel, 64 per HBM4 stack (§4.2: the buffer holds 32 entries of 32 B per pseudo channel across 64
+# channels; the paper does not say how many arbiters there are: one per pseudo-channel is our reading).
+# At the MMU's 1 GHz design clock: 64 ports × 32 B × 1 GHz = 2.048 TB/s, just above the stack's 2 TB/s.
+HBM4_MC = MemoryController(request_bytes=32, ports=64)
+
+
+@dataclass(frozen=True)
 class Hardware:
     """The machine every system is built from: `gpus` GPUs, each with its stacks and (for DuoPD) PNMs."""
     gpu: GPU
     gpus: int
     link: Link
     pnm: PNMArray
+    mc: MemoryController = HBM4_MC
     # Fraction of HBM energy saved when decode data flows TSV → PNM instead of through the interposer
     # (paper §6.7, conservatively 7 % [Adhinarayanan et al., 2025]).
     pnm_hbm_energy_saving: float = 0.07
@@ -98,6 +120,8 @@ class Hardware:
         require(self.link.bandwidth > 0, "hardware: link bandwidth must be > 0 bytes/s")
         require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
+        require(min(self.mc.request_bytes, self.mc.ports) > 0,
+                "hardware: memory controller request size and ports must be > 0")
         require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")

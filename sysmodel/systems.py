@@ -205,7 +205,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     shard = Shard(setting.model, hw.gpus)
     require(not setting.quantization.quantized,
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
-    mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy)
+    mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy, hw)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf)
     stacks = hw.gpus * hw.gpu.stacks
@@ -227,6 +227,9 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     shard = Shard(setting.model, hw.gpus)
     share = spec.prefill_fraction
     prefill, decode = gpu_execution(setting, shard, share), gpu_execution(setting, shard, 1 - share)
+    # A partition draws the board's power (§6.7: 1,400 W while executing) in proportion to its SMs, so the two
+    # busy together draw the whole board; like every device here, an idle partition draws nothing. No public
+    # measurement splits a GPU's power by SM partition: this is the proportional assumption, stated.
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default

@@ -7,6 +7,10 @@ import numpy as np
 from .engine import Request
 from .errors import require
 
+# Spread of the Poisson workload's lengths. The paper says only that lengths "follow a Gaussian distribution"
+# (§6.3), not how wide; 0.1 of the mean is our choice, an option (`length_cv`, `--length-cv`), not a measurement.
+DEFAULT_LENGTH_CV = 0.1
+
 
 @dataclass(frozen=True)
 class FixedBatch:
@@ -32,7 +36,7 @@ class PoissonArrivals:
     requests: int
     input_len: int
     output_len: int
-    length_cv: float = 0.1
+    length_cv: float = DEFAULT_LENGTH_CV
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -93,13 +93,16 @@ async def receive(port: StreamSink, count: int) -> list[int]:
 
 
 class HandshakeProbe:
-    """Records the cycle number of every transfer (valid and ready high) on one stream port."""
+    """Records the cycle number of every transfer (valid and ready high) on one stream port, and with
+    `payloads` what each transfer carried (so a figure can count what the datapath actually consumed)."""
 
-    def __init__(self, dut, port: str) -> None:
+    def __init__(self, dut, port: str, payloads: bool = False) -> None:
         self.clk = dut.clk
         self.valid = getattr(dut, f"{port}__valid")
         self.ready = getattr(dut, f"{port}__ready")
+        self.payload = getattr(dut, f"{port}__payload") if payloads else None
         self.cycles: list[int] = []
+        self.payloads: list[int] = []
         self._task = cocotb.start_soon(self._run())
 
     async def _run(self) -> None:
@@ -111,6 +114,8 @@ class HandshakeProbe:
             # Seen after this edge, a transfer completes at the next one; the offset is common to all probes.
             if self.valid.value == 1 and self.ready.value == 1:
                 self.cycles.append(cycle)
+                if self.payload is not None:
+                    self.payloads.append(int(self.payload.value))
 
     def stop(self) -> None:
         self._task.cancel()

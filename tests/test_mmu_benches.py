@@ -1,5 +1,6 @@
 """Build the DuoPD MMU under Verilator and run its cocotb bench for every parameter set it proves; a planted
 protection bug must make the bench fail."""
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -7,10 +8,13 @@ import pytest
 from rtl.mmu import mmu
 from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
+from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.models import mmu as model
 from tb.runner import BenchFailed, run_bench
 from tb.verify import module_runs, run_ids
+
+from planted import throttled
 
 RUNS = module_runs("tb.mmu.bench")
 SMALL = MMUParams(data_width=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
@@ -73,3 +77,18 @@ def test_golden_wrr_order_and_wait_statistics() -> None:
     assert "".join(s[0] for s in model.wrr_sources(3, 1, 9)) == "gggpgggpg"
     stats = model.wait_statistics(list(range(101)))
     assert (stats["p50"], stats["p99"], stats["max"]) == (50.0, 99.0, 100.0)
+
+
+def test_an_mmu_issuing_every_other_cycle_halves_its_measured_rate_and_doubles_its_ii(monkeypatch, tmp_path) -> None:
+    """Plant a slower issue path (the MC request port transfers only every other cycle): the saturated
+    throughput test fails, and the rate and II it measured say why. (The default parameters: SMALL's 4-deep
+    queues cannot keep the issue register busy every cycle.)"""
+    monkeypatch.setenv("COCOTB_TEST_FILTER", "saturated_throughput")
+    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full")
+    monkeypatch.setitem(BLOCKS, "mmu", throttled("mmu", "mc_req"))
+    with pytest.raises((SystemExit, BenchFailed)):
+        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "slow")
+    slow = json.loads(next((tmp_path / "slow").glob("mmu*/figures.json")).read_text())
+    assert (full["initiation_interval"], full["requests_per_cycle_saturated"]) == (1, 1.0)
+    assert slow["initiation_interval"] == 2
+    assert slow["requests_per_cycle_saturated"] == pytest.approx(0.5, abs=0.01)

@@ -1,6 +1,7 @@
 """Bandwidth sharing: the MMU arbitration reproduces the verified points and interpolates between them; fair
 (max-min) sharing never over-grants."""
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,7 +9,8 @@ import pytest
 from basedie import verified
 from sysmodel.arbitration import POLICIES, MMUArbitration
 from sysmodel.errors import ConfigError
-from sysmodel.memory import FairSharing
+from sysmodel.hardware import PAPER_HARDWARE
+from sysmodel.memory import FairSharing, MemoryTier
 
 
 @pytest.fixture(scope="module")
@@ -28,24 +30,28 @@ def served(point: dict, source: str) -> float:
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_every_measured_point_is_reproduced_exactly(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     entry = table.entry("mmu", out_of_order=False)
     points = measured(table, policy)
     assert len(points) == 9
     for p in points:
-        loads = {"gpu": p["gpu_offered"], "pnm": p["pnm_offered"]}
-        granted = mmu.grant(loads)
+        rates = p["gpu_offered"], p["pnm_offered"]        # requests per cycle per port
+        fractions = {"gpu": rates[0] / mmu.full_rate, "pnm": rates[1] / mmu.full_rate}
         for source in ("gpu", "pnm"):
             # The generator offered a little more or less than requested: what carries over is the fraction
             # served, e.g. prefill-first at 0.25/1.0: the GPU offered 0.234 and got all of it.
-            assert granted[source] == pytest.approx(loads[source] * served(p, source), rel=1e-12)
-            cycles = entry.figures[f"latency_cycles_{source}"] + p[f"{source}_wait_p50"]
-            assert mmu.access_latency_s(source, loads) == pytest.approx(cycles / 1e9, rel=1e-12)
+            assert mmu.served(source, *rates) == pytest.approx(served(p, source), rel=1e-12)
+            assert mmu.wait_cycles(source, *rates) == pytest.approx(p[f"{source}_wait_p50"], rel=1e-12)
+            if max(fractions.values()) <= 1:     # 1 request per cycle is 102.4 % of the stack: unreachable
+                cycles = entry.figures[f"latency_cycles_{source}"] + p[f"{source}_wait_p50"]
+                assert mmu.access_latency_s(source, fractions) == pytest.approx(cycles / 1e9, rel=1e-12)
+                assert mmu.grant(fractions)[source] == pytest.approx(fractions[source] * served(p, source),
+                                                                     rel=1e-12)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_a_source_alone_gets_what_it_offers(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     for load in (0.1, 0.25, 0.4, 0.8, 1.0):
         assert mmu.grant({"gpu": load}) == pytest.approx({"gpu": load, "pnm": 0.0})
         assert mmu.grant({"pnm": load, "gpu": 0.0}) == pytest.approx({"gpu": 0.0, "pnm": load})
@@ -56,7 +62,7 @@ def test_a_source_alone_gets_what_it_offers(table, policy: str) -> None:
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) -> None:
-    mmu = MMUArbitration.from_verified(table, policy)
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
     axis = [0.0, 0.25, 0.5, 1.0]
     fractions = {}                 # (gpu load, pnm load) → fraction served per source
     for load in axis:              # a source whose co-runner offers nothing is served in full
@@ -66,7 +72,6 @@ def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) 
         fractions[p["gpu_offered"], p["pnm_offered"]] = {s: served(p, s) for s in ("gpu", "pnm")}
     rng = np.random.default_rng(1)
     for x, y in rng.uniform(0.25, 1, (300, 2)).tolist() + rng.uniform(0, 1, (300, 2)).tolist():
-        got = mmu.grant({"gpu": x, "pnm": y})
         for source, own, other in (("gpu", x, y), ("pnm", y, x)):
             if own == 0:
                 continue
@@ -76,23 +81,25 @@ def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) 
             j = max(k for k in range(len(axis) - 1) if axis[k] <= other)
             corners = [fractions[(a, b) if source == "gpu" else (b, a)][source]
                        for a, b in itertools.product(own_axis[i:i + 2], axis[j:j + 2])]
-            fraction = got[source] / (x if source == "gpu" else y)
-            assert min(corners) - 1e-12 <= fraction <= max(corners) + 1e-12
+            assert min(corners) - 1e-12 <= mmu.served(source, x, y) <= max(corners) + 1e-12
     # Halfway between two measured points on a grid line: the mean of their served fractions.
     p = {(q["gpu_offered"], q["pnm_offered"]): q for q in measured(table, policy)}
     expected = (served(p[0.5, 0.5], "pnm") + served(p[0.5, 1.0], "pnm")) / 2
-    assert mmu.grant({"gpu": 0.5, "pnm": 0.75})["pnm"] == pytest.approx(0.75 * expected)
+    assert mmu.served("pnm", 0.5, 0.75) == pytest.approx(expected)
+    # Offered fractions of the bandwidth are requests per cycle ÷ full_rate.
+    assert mmu.grant({"gpu": 0.5 / mmu.full_rate, "pnm": 0.75 / mmu.full_rate})["pnm"] == pytest.approx(
+        0.75 / mmu.full_rate * expected)
 
 
 def test_unknown_policy_is_refused(table) -> None:
     with pytest.raises(ConfigError, match="unknown MMU policy 'round-robin'.*prefill-first"):
-        MMUArbitration.from_verified(table, "round-robin")
+        MMUArbitration.from_verified(table, "round-robin", PAPER_HARDWARE)
 
 
 def test_prefill_first_favours_the_gpu_and_decode_first_the_pnm(table) -> None:
     loads = {"gpu": 1.0, "pnm": 1.0}
-    prefill_first = MMUArbitration.from_verified(table, "prefill-first").grant(loads)
-    decode_first = MMUArbitration.from_verified(table, "decode-first").grant(loads)
+    prefill_first = MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE).grant(loads)
+    decode_first = MMUArbitration.from_verified(table, "decode-first", PAPER_HARDWARE).grant(loads)
     assert prefill_first["gpu"] > prefill_first["pnm"]
     assert decode_first["pnm"] > decode_first["gpu"]
 
@@ -124,3 +131,31 @@ def test_fair_sharing_examples() -> None:
     assert fair.grant({"a": 0.3}) == pytest.approx({"a": 0.3})
     assert fair.grant({"a": -0.5, "b": 2.0}) == pytest.approx({"a": 0.0, "b": 1.0})
     assert fair.grant({"a": 0.6, "b": 0.6, "c": 0.1}) == pytest.approx({"a": 0.45, "b": 0.45, "c": 0.1})
+
+
+def test_a_gpus_stacks_seen_as_one_tier() -> None:
+    # 8 HBM4 stacks: 8 × 48 GB, 8 × 2 TB/s; latency, energy per byte and sharing those of one stack.
+    class Unfair:
+        def grant(self, offered):
+            return {user: 0.0 for user in offered}
+
+    sharing = Unfair()
+    stack = MemoryTier("stack", 48e9, 2e12, 42e-9, 20.8e-12, sharing)
+    eight = stack.scaled(8)
+    assert (eight.name, eight.capacity_bytes, eight.bandwidth) == ("8x stack", 384e9, 16e12)
+    assert (eight.latency_s, eight.energy_per_byte) == (42e-9, 20.8e-12) and eight.sharing is sharing
+    assert stack.scaled(8, "HBM").name == "HBM"
+    # A GPU's memory is its stacks scaled (computed afresh for a new GPU, not a cached preset).
+    gpu = replace(PAPER_HARDWARE.gpu, stacks=4, stack=stack)
+    assert (gpu.memory.bandwidth, gpu.memory.capacity_bytes, gpu.memory.name) == (8e12, 192e9, "4x stack")
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_a_block_of_iterations_is_served_as_each_iteration_alone(table, policy: str) -> None:
+    # Decode blocks look the grid up with arrays: the same values as one lookup per iteration, also below the
+    # lowest and above the highest measured load (held constant there).
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
+    x, y = np.random.default_rng(2).uniform(-0.5, 1.5, (2, 50))
+    for source in ("gpu", "pnm"):
+        for lookup in (mmu.served, mmu.wait_cycles):
+            np.testing.assert_allclose(lookup(source, x, y), [lookup(source, a, b) for a, b in zip(x, y)], rtol=1e-12)

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from basedie import verified
-from sysmodel.engine import EventLoop
+from sysmodel.engine import EventLoop, Request
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, decode_work
-from sysmodel.servers import DecodeServer
+from sysmodel.execution import Cost
+from sysmodel.servers import Accounting, DecodeServer, KVPool, MixedServer
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import SYSTEMS
 from sysmodel.workload import FixedBatch, PoissonArrivals
@@ -37,6 +38,13 @@ def test_event_loop_runs_in_time_then_insertion_order() -> None:
     loop.at(2.0, lambda: (ran.append((loop.now, "f")), loop.at(2.0, note("g")), loop.at(2.5, note("h"))))
     assert loop.run() == 3.0
     assert ran == [(1.0, "b"), (1.0, "d"), (2.0, "c"), (2.0, "f"), (2.0, "g"), (2.5, "h"), (3.0, "a"), (3.0, "e")]
+
+
+def test_a_fresh_loop_starts_at_time_zero() -> None:
+    loop, seen = EventLoop(), []
+    assert loop.now == 0.0
+    loop.at(loop.now + 0.5, lambda: seen.append(loop.now))
+    assert loop.run() == 0.5 and seen == [0.5]
 
 
 def single(self: DecodeServer) -> None:
@@ -137,7 +145,8 @@ def test_a_request_whose_kv_never_fits_is_refused(table, system: str) -> None:
     tp = TP[system]
     capacity = Shard(TINY, tp).weight_bytes + 1000 * kv_bytes_per_token(tp)     # 1,000 tokens of KV
     config = SimulationConfig(system, TINY, FixedBatch(1, 990, 20), hardware_with_gpu_memory(capacity))
-    with pytest.raises(ConfigError, match="request 0 needs 1010 tokens of KV cache but .* holds at most 1000"):
+    pool = "decode instance 0" if system.startswith("pd-") else "8 GPUs"      # the pool that refuses it first
+    with pytest.raises(ConfigError, match=f"request 0 needs 1010 tokens of KV cache but {pool} holds at most 1000"):
         simulate(config, table)
 
 
@@ -147,3 +156,41 @@ def test_a_model_whose_weights_do_not_fit_is_refused(table, system: str) -> None
     config = SimulationConfig(system, TINY, FixedBatch(1, 8, 8), hardware_with_gpu_memory(capacity))
     with pytest.raises(ConfigError, match="tiny does not fit on"):
         simulate(config, table)
+
+
+def chunked_run(*requests: Request) -> tuple[list, list, KVPool]:
+    """Requests arriving at 0 on a mixed server of 3-token chunks whose every iteration takes 1 s: the work of
+    each iteration, the requests in the order they finished, and the KV pool."""
+    works = []
+
+    def cost(work, scale=1.0, loads=None) -> Cost:
+        works.append(work)
+        ones = np.ones(np.shape(work.kv_read))
+        return Cost(ones if ones.shape else 1.0, 0.0, 0.0, 0.0, 0.0)
+
+    loop, done, pool = EventLoop(), [], KVPool(100, "pool")
+    server = MixedServer(loop, "mixed", cost, Accounting("mixed", "gpu", 1.0, 1.0, 0.0, 0.0), kv=pool, max_batch=4,
+                         chunk_tokens=3, finished=done.append)
+    for request in requests:
+        loop.at(0.0, lambda request=request: server.submit(request))
+    loop.run()
+    return works, done, pool
+
+
+def test_chunked_iterations_carry_the_prompt_chunks_and_the_decode_tokens() -> None:
+    first, second = Request(0, 0.0, 5, 3), Request(1, 0.0, 2, 2)
+    works, done, pool = chunked_run(first, second)
+    # Work = (new tokens, causal (query, key) pairs, KV tokens read, sequences emitting a token):
+    # 1: tokens 1–3 of the first prompt: pairs 1 + 2 + 3.
+    # 2: its last 2 tokens after 3 cached (2·3 + 1 + 2 pairs, 5 read, emits) + the second prompt's first token.
+    # 3: the first request decodes (context 5 + its token = 6) + the second prompt's last token after 1 cached
+    #    (it attends to 2 keys, reads 2).
+    # 4: both decode: 5 + 2 of the first, 2 + 1 of the second.
+    assert works[:3] == [(3, 6, 3, 0), (2 + 1, 9 + 1, 5 + 1, 1 + 0), (1 + 1, 6 + 2, 6 + 2, 1 + 1)]
+    assert [int(np.asarray(v).sum()) for v in works[3]] == [2, 7 + 3, 7 + 3, 2] and len(works) == 4
+    assert (first.first_token, first.finish, second.first_token, second.finish) == (2.0, 4.0, 3.0, 4.0)
+    assert done == [first, second] and pool.used == 0
+    # A one-token answer is done when its prompt is: it finishes there and frees its KV.
+    only = Request(2, 0.0, 2, 1)
+    works, done, pool = chunked_run(only)
+    assert works == [(2, 3, 2, 1)] and done == [only] and only.finish == 1.0 and pool.used == 0

@@ -124,3 +124,8 @@ def test_qps_at_three_times_the_lowest_ttft() -> None:
     assert qps_at_ttft_multiple(qps, ttft, factor=2.0) == pytest.approx(2.5)
     assert qps_at_ttft_multiple([1, 2], [1.0, 3.0]) == pytest.approx(2.0)              # reached exactly
     assert qps_at_ttft_multiple(qps, [1.0, 1.1, 1.2, 2.9]) == math.inf
+    # Steps of 2 QPS and a lowest TTFT of 2 s: the limit 6 s is crossed a third of the way from QPS 6 (5 s) to
+    # 8 (8 s), i.e. at 6 + 2/3; a factor of 1 is reached at the lowest QPS already.
+    qps, ttft = [2, 4, 6, 8], [2.0, 3.0, 5.0, 8.0]
+    assert qps_at_ttft_multiple(qps, ttft) == pytest.approx(6 + 2 / 3)
+    assert qps_at_ttft_multiple(qps, ttft, factor=1.0) == pytest.approx(2.0)

@@ -73,8 +73,8 @@ def test_an_unverified_parameter_set_names_the_command_that_verifies_it(override
 
 def test_the_mmu_converts_cycles_with_its_design_clock() -> None:
     loads = {"gpu": 0.0, "pnm": 0.0}
-    at_1ghz = MMUArbitration.from_verified(VerifiedBlocks([mmu(1e9)]), "prefill-first")
-    at_500mhz = MMUArbitration.from_verified(VerifiedBlocks([mmu(5e8)]), "prefill-first")
+    at_1ghz = MMUArbitration.from_verified(VerifiedBlocks([mmu(1e9)]), "prefill-first", PAPER_HARDWARE)
+    at_500mhz = MMUArbitration.from_verified(VerifiedBlocks([mmu(5e8)]), "prefill-first", PAPER_HARDWARE)
     # Idle: the PNM's path is its unloaded latency in cycles, 3 (README: latency_cycles_pnm).
     assert at_1ghz.access_latency_s("pnm", loads) == pytest.approx(3e-9)
     assert at_500mhz.access_latency_s("pnm", loads) == pytest.approx(6e-9)

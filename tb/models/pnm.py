@@ -40,6 +40,12 @@ class Output:
     sublane_sums: np.ndarray  # (lanes, sublanes) uint32
 
 
+def products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """FP16 products `run` forms per beat (one per element pair of `a` and `b`, every lane): its work."""
+    a, b = np.broadcast_arrays(a, b)
+    return np.full(a.shape[0], int(np.prod(a.shape[1:])))
+
+
 def run(a: np.ndarray, b: np.ndarray, mode: np.ndarray, clear: np.ndarray, emit: np.ndarray,
         sublane_width: int) -> list[Output]:
     """The output beats of a stream of input beats. `a`, `b`: (beats, lanes, width) FP16 bits, the operands

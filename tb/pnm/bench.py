@@ -66,7 +66,7 @@ async def latency_and_initiation_interval(dut):
     await bench.start(dut)
     rng = np.random.default_rng(1)
     ends = _ends(dut)
-    accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
+    accepted, delivered = bench.HandshakeProbe(dut, "i", payloads=True), bench.HandshakeProbe(dut, "o")
     latency = {}
     for name, mode in (("mlp", pnm.MLP), ("attention", pnm.ATTENTION)):
         one = layout.random(rng, 1, attention_share=float(mode))
@@ -83,16 +83,22 @@ async def latency_and_initiation_interval(dut):
     delivered.stop()
     cycles = accepted.cycles[first:]
     interval = int(np.diff(cycles).max())
-    pairs_per_cycle = (len(cycles) - 1) / (cycles[-1] - cycles[0])
-
+    span = cycles[-1] - cycles[0]
+    pairs_per_cycle = (len(cycles) - 1) / span
+    # MACs from what the datapath consumed: the operands of every beat it accepted (each beat after the first
+    # is one the span paid for), counted by the golden model's work. They must be the beats sent, in order.
+    consumed = layout.unpack_input(accepted.payloads[first:])
+    assert all(np.array_equal(getattr(consumed, f), getattr(stream, f))
+               for f in ("x", "y", "mode", "clear", "emit")), "the beats the lane accepted are not the beats sent"
+    macs = layout.macs(consumed)
+    # Recorded before the checks below, so that a slower datapath shows in the figures as well as failing them.
+    bench.record(latency_cycles=latency_stated, latency_cycles_mlp=latency["mlp"],
+                 latency_cycles_attention=latency["attention"], initiation_interval=interval,
+                 operand_pairs_per_cycle=round(pairs_per_cycle, 4), macs_per_cycle=round(macs[1:].sum() / span, 2))
     assert latency == {"mlp": latency_stated, "attention": latency_stated}, \
         f"measured latency {latency}, stated {latency_stated}"
     assert interval == SIMDPipeline.initiation_interval, \
         f"measured II {interval}, stated {SIMDPipeline.initiation_interval}"
-    bench.record(latency_cycles=latency_stated, latency_cycles_mlp=latency["mlp"],
-                 latency_cycles_attention=latency["attention"], initiation_interval=interval,
-                 operand_pairs_per_cycle=round(pairs_per_cycle, 4),
-                 macs_per_cycle=round(pairs_per_cycle * layout.width * layout.lanes, 2))
 
 
 @cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")

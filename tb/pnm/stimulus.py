@@ -77,19 +77,36 @@ class Layout:
             packed.append(value | controls << operand_bits)
         return packed
 
+    def unpack_input(self, payloads: list[int]) -> Beats:
+        """Input payloads (as `pack` made them) back into beats."""
+        x_shape, y_shape = self.operand_shapes(len(payloads))
+        x_size, y_size = int(np.prod(x_shape[1:])), int(np.prod(y_shape[1:]))
+        operand_bits = 16 * (x_size + y_size)
+        flat = np.array([np.frombuffer((p & ((1 << operand_bits) - 1)).to_bytes(operand_bits // 8, "little"),
+                                       dtype="<u2") for p in payloads], np.uint16).reshape(len(payloads), -1)
+        controls = np.array([p >> operand_bits for p in payloads], np.uint8).reshape(len(payloads))
+        return Beats(flat[:, :x_size].reshape(x_shape), flat[:, x_size:].reshape(y_shape), controls & 1,
+                     (controls >> 1) & 1, (controls >> 2) & 1)
+
     def unpack(self, payload: int) -> tuple[int, np.ndarray, np.ndarray]:
         """An output payload as (mode, accumulators (lanes,), sublane sums (lanes, sublanes))."""
         words = self.lanes * (1 + self.sublanes)
         fields = np.frombuffer((payload >> 1).to_bytes(4 * words, "little"), dtype="<u4").astype(np.uint32)
         return payload & 1, fields[:self.lanes], fields[self.lanes:].reshape(self.lanes, self.sublanes)
 
-    def expected(self, beats: Beats) -> list[pnm.Output]:
+    def operands(self, beats: Beats) -> tuple[np.ndarray, np.ndarray]:
+        """What each lane multiplies, (beats, lanes, width) each, as the golden model takes it."""
         if self.array:
             # The array's `buffer` is `a` (activations / queries), `memory` is `b` (weights / keys).
-            a, b = pnm.array_operands(beats.x, beats.y, beats.mode, self.params.sublane_width)
-        else:
-            a, b = beats.x[:, None, :], beats.y[:, None, :]
-        return pnm.run(a, b, beats.mode, beats.clear, beats.emit, self.params.sublane_width)
+            return pnm.array_operands(beats.x, beats.y, beats.mode, self.params.sublane_width)
+        return beats.x[:, None, :], beats.y[:, None, :]
+
+    def expected(self, beats: Beats) -> list[pnm.Output]:
+        return pnm.run(*self.operands(beats), beats.mode, beats.clear, beats.emit, self.params.sublane_width)
+
+    def macs(self, beats: Beats) -> np.ndarray:
+        """Multiply-accumulates the golden model performs for each beat."""
+        return pnm.products(*self.operands(beats))
 
     def random(self, rng: np.random.Generator, count: int, attention_share: float = 0.3,
                mean_run: int = 8) -> Beats:

@@ -2,9 +2,9 @@
 
     python scripts/hbf_study.py [--out DIR] [--quick]
 
-Writes `item<N>.csv` and `item<N>.png` per item and `headline.md` (ours / seed / deviation and why) to
-build/study/hbf/. HBFSim runs one GPU: every simulation here is `chunked` on one GPU (`--hw gpus=1`; the
-single-GPU `gpu` system is another branch's). Nothing is fitted to the seed: the model lives in
+Writes `item<N>.csv` and `item<N>.png` per item and `headline.md` + `headline.csv` (ours / seed / deviation and why) to
+build/study/hbf/. HBFSim runs one GPU: every simulation here is `chunked` on one GPU (`--hw gpus=1`, as the `gpu` system builds it; the
+single-GPU `gpu` system came later). Nothing is fitted to the seed: the model lives in
 `sysmodel/hbf/`, this only sweeps it; where a parameter could be chosen to match the seed (the routing skew)
 it is reported as what the seed's trace implies, never used as a default.
 """
@@ -351,6 +351,10 @@ def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
     lines += [f"| {c.item} | {c.what} | {c.seed} | {c.ours} | {c.why} |" for c in claims]
     text = "\n".join(lines) + "\n"
     (out / "headline.md").write_text(text)
+    with (out / "headline.csv").open("w", newline="") as handle:   # what tests/pinned/hbf_headline.json pins
+        writer = csv.DictWriter(handle, ["item", "what", "seed", "ours", "why"])
+        writer.writeheader()
+        writer.writerows({"item": c.item, "what": c.what, "seed": c.seed, "ours": c.ours, "why": c.why} for c in claims)
     return text
 
 

@@ -343,7 +343,7 @@ def main(args) -> int:
     except StaleTableError as error:
         raise UsageError(str(error)) from None
     if args.workers is not None and (args.workers < 0 or args.scheduler):
-        raise UsageError(f"--workers takes a count >= 0 of LocalCluster workers (not with --scheduler)")
+        raise UsageError("--workers takes a count >= 0 of LocalCluster workers (not with --scheduler)")
     started = time.perf_counter()
     with Cluster(args.scheduler, args.workers) as client:
         counts = sweep(spec, points, args.spec.read_text(), out, client)

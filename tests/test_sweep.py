@@ -10,7 +10,7 @@ import pytest
 
 from basedie.cli import main, simulate_parser
 from basedie.spec import load
-from basedie.sweep import stored, sweep
+from basedie.sweep import sweep
 
 # 4 lane counts x 5 arrival rates = 20 small DuoPD points (Poisson: the seed makes them reproducible).
 SPEC = """

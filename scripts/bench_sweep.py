@@ -3,8 +3,8 @@ costs per point.
 
     python scripts/bench_sweep.py [--points 2000] [--workers 2 | --scheduler tcp://HOST:PORT]
 
-The grid: LLaMA2-70B on DuoPD, a fixed batch of 4 requests of 2,048 tokens, PNM lanes 1..40 x output lengths
-4..200 (the first `--points` of it). Timed: the points through `basedie.sweep.compute` (the engine `basedie sweep`
+The grid: LLaMA2-70B on DuoPD, a fixed batch of 4 requests of 2,048 tokens, PNM power 1..40 W per stack x output
+lengths 4..200 (the first `--points` of it). Timed: the points through `basedie.sweep.compute` (the engine `basedie sweep`
 uses; the table, plots and part files are not included), serially and on the cluster (its start-up timed apart),
 then the same number of no-op tasks, one per point (Dask's cost per task). Wall time and CPU time: on a shared
 machine the kernel's autogroup scheduling gives all the processes of one session one share of the CPUs, so wall
@@ -21,12 +21,13 @@ from basedie.cli import simulate_parser
 from basedie.spec import Axis, Spec
 
 BASE = {"system": "duopd", "model": "LLaMA2-70B", "input-len": 2048, "requests": 4, "batch": 4}
-LANES = range(1, 41)
+# PNM power: any value simulates (a lane count needs a verified pnm_array entry of that many lanes).
+POWERS_W = range(1, 41)
 OUTPUTS = range(4, 201, 4)
 
 
 def grid(points: int) -> list[tuple[str, ...]]:
-    spec = Spec(BASE, (Axis("hw.pnm.lanes", tuple({"hw.pnm.lanes": n} for n in LANES), tuple(LANES)),
+    spec = Spec(BASE, (Axis("hw.pnm.power_w", tuple({"hw.pnm.power_w": n} for n in POWERS_W), tuple(POWERS_W)),
                        Axis("output-len", tuple({"output-len": n} for n in OUTPUTS), tuple(OUTPUTS))))
     return [p.options for p in spec.points(simulate_parser())[:points]]
 

@@ -145,7 +145,8 @@ def test_a_request_whose_kv_never_fits_is_refused(table, system: str) -> None:
     tp = TP[system]
     capacity = Shard(TINY, tp).weight_bytes + 1000 * kv_bytes_per_token(tp)     # 1,000 tokens of KV
     config = SimulationConfig(system, TINY, FixedBatch(1, 990, 20), hardware_with_gpu_memory(capacity))
-    pool = "decode instance 0" if system.startswith("pd-") else "8 GPUs"      # the pool that refuses it first
+    # the pool that refuses it first
+    pool = "decode instance 0" if system.startswith("pd-") else "1 GPUs" if system == "gpu" else "8 GPUs"
     with pytest.raises(ConfigError, match=f"request 0 needs 1010 tokens of KV cache but {pool} holds at most 1000"):
         simulate(config, table)
 

@@ -93,11 +93,11 @@ def test_pnm_decoding_pays_the_all_reduce_latency_of_the_performance_model() -> 
     # the lane cycles and the ring bytes are the same under both models.
     from basedie import verified
     from sysmodel.arbitration import MMUArbitration
-    from sysmodel.execution import LaneFigures, PNMExecution
+    from sysmodel.execution import PNMExecution, PNMFigures
 
     table, hw = verified.load(), resolve_hardware("paper")
-    lane = LaneFigures.from_verified(table, hw.pnm.lane_width)
-    mmu = MMUArbitration.from_verified(table, "prefill-first")
+    lane = PNMFigures.from_verified(table, hw.pnm)
+    mmu = MMUArbitration.from_verified(table, "prefill-first", hw)
     work = decode_work(16, 16 * 4096)
     costs = [PNMExecution(hw, SHARD, lane, mmu, perf_model(name, hw.gpu)).cost(work).seconds
              for name in ("roofline", "roofline-efficiency")]

@@ -92,33 +92,46 @@ async def receive(port: StreamSink, count: int) -> list[int]:
     return [int((await port.recv()).payload) for _ in range(count)]
 
 
-class HandshakeProbe:
+class CycleCounter:
+    """Numbers the rising edges of `clk`, sampling after each has settled (`ReadOnly`), as every monitor does:
+    counters and probes made together number cycles alike."""
+
+    def __init__(self, clk) -> None:
+        self.clk, self.now = clk, 0
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            self.now += 1
+            self.sample()
+
+    def sample(self) -> None:
+        """Called once per cycle, after the edge."""
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+
+class HandshakeProbe(CycleCounter):
     """Records the cycle number of every transfer (valid and ready high) on one stream port, and with
     `payloads` what each transfer carried (so a figure can count what the datapath actually consumed)."""
 
     def __init__(self, dut, port: str, payloads: bool = False) -> None:
-        self.clk = dut.clk
         self.valid = getattr(dut, f"{port}__valid")
         self.ready = getattr(dut, f"{port}__ready")
         self.payload = getattr(dut, f"{port}__payload") if payloads else None
         self.cycles: list[int] = []
         self.payloads: list[int] = []
-        self._task = cocotb.start_soon(self._run())
+        super().__init__(dut.clk)
 
-    async def _run(self) -> None:
-        cycle = 0
-        while True:
-            await RisingEdge(self.clk)
-            await ReadOnly()
-            cycle += 1
-            # Seen after this edge, a transfer completes at the next one; the offset is common to all probes.
-            if self.valid.value == 1 and self.ready.value == 1:
-                self.cycles.append(cycle)
-                if self.payload is not None:
-                    self.payloads.append(int(self.payload.value))
-
-    def stop(self) -> None:
-        self._task.cancel()
+    def sample(self) -> None:
+        # Seen after this edge, a transfer completes at the next one; the offset is common to all probes.
+        if self.valid.value == 1 and self.ready.value == 1:
+            self.cycles.append(self.now)
+            if self.payload is not None:
+                self.payloads.append(int(self.payload.value))
 
 
 def cycles_simulated() -> int:

@@ -3,7 +3,7 @@ import pytest
 
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
-from tb.fp.vectors import RANDOM_VECTORS
+from tb.fp.stimulus import RANDOM_VECTORS
 from tb.models.fp import width
 from tb.runner import run_bench
 from tb.verify import module_runs, run_ids

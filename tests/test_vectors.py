@@ -1,7 +1,7 @@
 """The stimulus reaches what the issue asks for: every rounding boundary, exhaustively."""
 import numpy as np
 
-from tb.fp.vectors import rounding_boundaries
+from tb.fp.stimulus import rounding_boundaries
 from tb.models import fp
 
 

@@ -1,7 +1,7 @@
 """cocotb bench for every `rtl.fp` unit: stated latency and II, bit-exact results, random back-pressure.
 
 The host runner names the block and its parameters; the stimulus and golden results come from
-`tb.fp.vectors`, the stated timing from the component itself.
+`tb.fp.stimulus`, the stated timing from the component itself.
 """
 import random
 
@@ -13,7 +13,8 @@ from rtl.registry import BLOCKS
 
 from .. import bench
 from ..models.fp import mismatches
-from .vectors import Case, case
+from ..scoreboard import Scoreboard
+from .stimulus import Case, case
 
 STREAM_BEATS = 256  # beats of an uninterrupted stream when measuring the initiation interval
 BACK_PRESSURE_VECTORS = 5_000
@@ -31,13 +32,22 @@ def _case(seed: int) -> Case:
     return c
 
 
-def _check(got: list[int], inputs: np.ndarray, expected: np.ndarray, fmt: str) -> None:
-    assert len(got) == len(expected), f"{len(got)} results for {len(expected)} inputs"
-    bad = mismatches(np.array(got, dtype=np.uint64), expected, fmt)
-    if len(bad):
-        examples = ", ".join(f"in {int(inputs[k]):#x}: got {got[k]:#x}, expected {int(expected[k]):#x}"
-                             for k in bad[:8])
-        raise AssertionError(f"{len(bad)} of {len(got)} results differ ({examples})")
+class Harness:
+    """The unit between a stream source and a sink whose every beat the scoreboard checks on arrival (bit-exact,
+    any NaN matching a NaN reference)."""
+
+    def __init__(self, dut, output_format: str) -> None:
+        self.dut = dut
+        self.src, self.snk = bench.source(dut, "i"), bench.sink(dut, "o")
+        self.board = Scoreboard(bench.CycleCounter(dut.clk))
+        self.board.add_port("o", self.snk, compare=lambda got, expected: got == expected or not len(
+            mismatches(np.array([got]), np.array([expected]), output_format)))
+
+    async def run(self, inputs: np.ndarray, expected: np.ndarray) -> None:
+        """Send `inputs`, and wait until every expected result has arrived, each checked as it came."""
+        self.board.expect("o", expected.tolist(), inputs.tolist())
+        cocotb.start_soon(bench.send_all(self.src, inputs))
+        await self.board.drained()
 
 
 @cocotb.test()
@@ -45,16 +55,15 @@ async def latency_and_initiation_interval(dut):
     """One beat through an idle pipeline gives the latency; a long uninterrupted stream gives the II."""
     unit = BLOCKS[bench.config()["block"]].component  # the stated timing is a class attribute
     await bench.start(dut)
-    inputs = np.resize(_case(seed=1).inputs, STREAM_BEATS)
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
+    c = _case(seed=1)
+    inputs, expected = np.resize(c.inputs, STREAM_BEATS), np.resize(c.expected, STREAM_BEATS)
+    h = Harness(dut, c.output_format)
     accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
 
-    await bench.send_all(src, inputs[:1])
-    await bench.receive(snk, 1)
+    await h.run(inputs[:1], expected[:1])
     latency = delivered.cycles[0] - accepted.cycles[0]
 
-    await bench.send_all(src, inputs)
-    await bench.receive(snk, len(inputs))
+    await h.run(inputs, expected)
     await RisingEdge(dut.clk)
     accepted.stop()
     delivered.stop()
@@ -74,10 +83,7 @@ async def bit_exact(dut):
     """Every vector at full rate, compared bit for bit with the golden model."""
     await bench.start(dut)
     c = _case(seed=2)
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
-    cocotb.start_soon(bench.send_all(src, c.inputs))
-    got = await bench.receive(snk, len(c.inputs))
-    _check(got, c.inputs, c.expected, c.output_format)
+    await Harness(dut, c.output_format).run(c.inputs, c.expected)
     bench.record(vectors_checked=len(c.inputs))
 
 
@@ -90,14 +96,11 @@ async def random_back_pressure(dut):
     pick = np.random.default_rng(3).choice(len(c.inputs), min(BACK_PRESSURE_VECTORS, len(c.inputs)),
                                            replace=False)
     inputs, expected = c.inputs[pick], c.expected[pick]
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
-    src.set_pause_generator(bench.random_pauses(rng, 0.3))
-    snk.set_pause_generator(bench.random_pauses(rng, 0.5))
-    cocotb.start_soon(bench.send_all(src, inputs))
-    got = await bench.receive(snk, len(inputs))
-    await ClockCycles(dut.clk, 20)
-    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
-    _check(got, inputs, expected, c.output_format)
+    h = Harness(dut, c.output_format)
+    h.src.set_pause_generator(bench.random_pauses(rng, 0.3))
+    h.snk.set_pause_generator(bench.random_pauses(rng, 0.5))
+    await h.run(inputs, expected)
+    await h.board.idle(dut.o__valid)
     bench.record(back_pressure_vectors=len(inputs))
 
 
@@ -106,16 +109,13 @@ async def reset_mid_stream(dut):
     """A reset while beats are in flight empties the pipeline; the stream after it is exact."""
     await bench.start(dut)
     c = _case(seed=4)
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
-    snk.pause = True
-    await bench.send_all(src, c.inputs[:8])
+    h = Harness(dut, c.output_format)
+    h.snk.pause = True
+    await bench.send_all(h.src, c.inputs[:8])
     await ClockCycles(dut.clk, 8)
-    src.clear()  # the producer drops what it had not sent yet; the DUT must drop what it held
+    h.src.clear()  # the producer drops what it had not sent yet; the DUT must drop what it held
     await bench.reset(dut)
     assert dut.o__valid.value == 0, "output valid right after reset"
-    snk.clear()
-    snk.pause = False
-    inputs, expected = c.inputs[8:200], c.expected[8:200]
-    cocotb.start_soon(bench.send_all(src, inputs))
-    got = await bench.receive(snk, len(inputs))
-    _check(got, inputs, expected, c.output_format)
+    h.snk.clear()
+    h.snk.pause = False
+    await h.run(c.inputs[8:200], c.expected[8:200])

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from rtl.registry import BLOCKS
+
 from ..models import fp as golden
+from ..payload import Packer
 
 RANDOM_VECTORS = 100_000
 FP32_SPECIALS = np.array([
@@ -52,13 +55,18 @@ def case(block: str, params: dict, rng: np.random.Generator) -> Case:
         a, b = (np.concatenate([a, np.array(da, dtype=np.uint64), ra]),
                 np.concatenate([b, np.array(db, dtype=np.uint64), rb]))
         model = golden.fp32_add if block == "fp32_add" else golden.fp32_mul
-        return Case(a | (b << 32), model(a, b), "fp32")
+        return Case(_operands(block, a, b), model(a, b), "fp32")
     if block == "fp16_mul_fp32":
         a, b = _cross(FP16_SPECIALS)
         a = np.concatenate([a, rng.integers(0, 1 << 16, RANDOM_VECTORS, dtype=np.uint64)])
         b = np.concatenate([b, rng.integers(0, 1 << 16, RANDOM_VECTORS, dtype=np.uint64)])
-        return Case(a | (b << 16), golden.fp16_mul_fp32(a, b), "fp32")
+        return Case(_operands(block, a, b), golden.fp16_mul_fp32(a, b), "fp32")
     raise KeyError(f"no stimulus for block {block!r}")
+
+
+def _operands(block: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Operand pairs packed as the binary unit's input payload lays them out."""
+    return np.array(Packer.of_port(BLOCKS[block].build(), "i").pack_many(a=a, b=b), dtype=np.uint64)
 
 
 def rounding_boundaries(target: str) -> np.ndarray:

@@ -1,0 +1,109 @@
+"""The benches' scoreboard: an expected queue per output port, compared beat by beat as the beats arrive
+(the cocotbext way), so a failure names the FIRST wrong beat, its cycle and the inputs that produced it.
+
+A beat that arrives with nothing expected is a duplicated or invented one; `drained` fails if an expected
+beat never comes (lost), and order is checked by construction (each beat against the head of its queue)."""
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import cocotb
+from cocotb.triggers import ClockCycles, Event, First
+
+from .bench import CycleCounter, StreamSink
+
+log = logging.getLogger(__name__)
+
+ANY = object()
+"""An expectation that accepts any beat: the caller checks the logged beats itself (e.g. after reassembly)."""
+
+
+def show(value: Any) -> str:
+    return hex(value) if isinstance(value, int) else repr(value)
+
+
+class Scoreboard:
+    def __init__(self, clock: CycleCounter) -> None:
+        self.clock = clock
+        self.expected: dict[str, deque] = {}
+        self.log: dict[str, list[tuple[int, Any]]] = {}
+        """Every beat each port delivered, with its cycle."""
+        self.failure: str | None = None
+        self._progress = Event()
+        self._tasks = []
+
+    def add_port(self, port: str, sink: StreamSink, decode: Callable[[int], Any] = int,
+                 compare: Callable[[Any, Any], bool] = lambda got, expected: got == expected,
+                 describe: Callable[[Any], str] = show) -> None:
+        """Watch `sink`: each beat is decoded from its payload integer and compared with the head of the
+        port's queue."""
+        self.expected[port], self.log[port] = deque(), []
+        self._tasks.append(cocotb.start_soon(self._monitor(port, sink, decode, compare, describe)))
+
+    def expect(self, port: str, beats, inputs) -> None:
+        """Queue expected beats, each with a description of the inputs that produced it (one per beat, or
+        one object for all)."""
+        beats = list(beats)
+        inputs = list(inputs) if isinstance(inputs, list | tuple) else [inputs] * len(beats)
+        assert len(inputs) == len(beats), f"{len(beats)} expected beats, {len(inputs)} inputs"
+        self.expected[port].extend(zip(beats, inputs, strict=True))
+
+    def clear(self) -> None:
+        """Forget what was expected (the DUT was reset)."""
+        for queue in self.expected.values():
+            queue.clear()
+
+    def _fail(self, message: str) -> None:
+        if self.failure is None:
+            self.failure = message
+            log.error(message)
+        self._progress.set()
+
+    async def _monitor(self, port, sink, decode, compare, describe) -> None:
+        queue, seen = self.expected[port], self.log[port]
+        while True:
+            beat = decode((await sink.recv()).payload)
+            cycle = self.clock.now
+            seen.append((cycle, beat))
+            if not queue:
+                self._fail(f"{port}: beat {len(seen) - 1} at cycle {cycle} ({describe(beat)}) was not expected: "
+                           "a duplicated or invented beat")
+            else:
+                expected, inputs = queue.popleft()
+                if expected is not ANY and not compare(beat, expected):
+                    self._fail(f"{port}: beat {len(seen) - 1} at cycle {cycle}: got {describe(beat)}, expected "
+                               f"{describe(expected)}; inputs: {inputs}")
+            self._progress.set()
+
+    async def drained(self, patience_cycles: int = 2_000) -> None:
+        """Wait until every expected beat has arrived; raise the first mismatch, or a hang once no beat has
+        come for `patience_cycles`."""
+        while self.failure is None and any(self.expected.values()):
+            self._progress.clear()
+            timeout = ClockCycles(self.clock.clk, patience_cycles)
+            if await First(self._progress.wait(), timeout) is timeout:
+                missing = {port: len(queue) for port, queue in self.expected.items() if queue}
+                self._fail(f"no beat for {patience_cycles} cycles from cycle {self.clock.now}; still expected: "
+                           f"{missing}; next: " + "; ".join(f"{port}: {describe_head(q)}"
+                                                           for port, q in self.expected.items() if q))
+        if self.failure is not None:
+            raise AssertionError(self.failure)
+
+    async def idle(self, *valids, cycles: int = 20) -> None:
+        """After `drained`: nothing more comes out for `cycles` (no duplicated or invented beat, whether or
+        not the sinks are paused: each port's `valid` is low at the end)."""
+        await ClockCycles(self.clock.clk, cycles)
+        if self.failure is not None:
+            raise AssertionError(self.failure)
+        for valid in valids:
+            assert valid.value == 0, f"{valid._name} still high after the last expected beat: a duplicated beat"
+
+    def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+
+def describe_head(queue: deque) -> str:
+    expected, inputs = queue[0]
+    return f"{show(expected)} from inputs {inputs}"

@@ -1,7 +1,9 @@
-"""cocotb tests of the bench parts themselves, run on the smallest registered unit (fp_to_fp32, int4).
+"""cocotb tests of the bench parts themselves (sampling, probes, the scoreboard), run on the smallest registered
+unit (fp_to_fp32, int4).
 
 They pin the sampling semantics that `HandshakeProbe` and every monitor rely on (shared TOOLCHAIN.md):
 right after `RisingEdge` a read returns the value from before the edge, after `ReadOnly` the value after it;
+that the scoreboard names the first wrong beat with its cycle and inputs, and rejects a beat nobody expected;
 and, under Icarus, that a sink rejects a payload holding X.
 """
 import cocotb
@@ -10,6 +12,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.types import LogicArray
 
 from . import bench
+from .scoreboard import Scoreboard
 
 
 @cocotb.test()
@@ -37,6 +40,38 @@ async def handshake_probe_counts_one_transfer_per_cycle(dut):
     await RisingEdge(dut.clk)
     assert len(accepted.cycles) == len(delivered.cycles) == 10
     assert [b - a for a, b in zip(accepted.cycles, delivered.cycles)] == [1] * 10
+
+
+async def _scoreboarded(dut, expected: list[int]) -> tuple[Scoreboard, bench.HandshakeProbe]:
+    """int4 codes 0, 1, … sent to the unit, each output checked against `expected` (the inputs named)."""
+    await bench.start(dut)
+    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
+    clock = bench.CycleCounter(dut.clk)
+    delivered = bench.HandshakeProbe(dut, "o")
+    board = Scoreboard(clock)
+    board.add_port("o", snk)
+    board.expect("o", expected, [f"int4 {k}" for k in range(len(expected))])
+    cocotb.start_soon(bench.send_all(src, range(5)))
+    return board, delivered
+
+
+@cocotb.test()
+async def scoreboard_reports_the_first_mismatch_with_its_cycle_and_inputs(dut):
+    # int4 3 → FP32 3.0 = 0x40400000; beats 3 and 4 are planted wrong, only the first is reported.
+    board, delivered = await _scoreboarded(dut, [0x0, 0x3F800000, 0x40000000, 0xDEAD, 0xBEEF])
+    with pytest.raises(AssertionError) as failure:
+        await board.drained()
+    cycle = delivered.cycles[3]  # the scoreboard numbers cycles as the probes do
+    assert str(failure.value) == (f"o: beat 3 at cycle {cycle}: got 0x40400000, expected 0xdead; "
+                                  "inputs: int4 3"), str(failure.value)
+
+
+@cocotb.test()
+async def scoreboard_rejects_an_unexpected_beat(dut):
+    board, _ = await _scoreboarded(dut, [0x0, 0x3F800000, 0x40000000])
+    await board.drained()
+    with pytest.raises(AssertionError, match=r"o: beat 3 at cycle \d+ \(0x40400000\) was not expected"):
+        await board.idle(dut.o__valid)
 
 
 # Verilator is two-state: an X driven from Python becomes 0, so only a four-state simulator can run this.

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 from .params import DQBParams
 from .processing import DataProcessing
 from .sz_requests import SZRequestGenerator
-from .tags import config_write, gpu_request, gpu_response, mc_request, mc_response
+from .ports import config_write, gpu_request, gpu_response, mc_request, mc_response
 
 
 class DQB(wiring.Component):

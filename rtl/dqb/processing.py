@@ -19,7 +19,8 @@ from ..fp.multiply import fp32_mul
 from ..pipeline import Stages
 from .int_lut import IntLUT, sign_extend_int4
 from .params import DQBParams
-from .tags import Kind, decode, gpu_response, history_entry, mc_response
+from .ports import Kind, gpu_response, history_entry, mc_response
+from .tags import decode
 
 # Stages from the splitting stage's output to the response register: select, convert, add (3), multiply (3),
 # narrow (2).
@@ -43,8 +44,8 @@ class DataProcessing(wiring.Component):
 
     latency_from_data = 1 + DATAPATH_STAGES
 
-    def __init__(self, p: DQBParams) -> None:
-        self.p = p
+    def __init__(self, params: DQBParams) -> None:
+        self.params = p = params
         super().__init__({
             "history": In(stream.Signature(history_entry(p))),
             "mc_resp": In(stream.Signature(mc_response(p))),
@@ -59,7 +60,7 @@ class DataProcessing(wiring.Component):
     def build(self, m: Module) -> None:
         """Add the logic to `m` (the DQB top builds its parts into one module)."""
         self._MustUse__silence = True  # built inline, so never elaborated on its own
-        p = self.p
+        p = self.params
         head = self.history.payload
         advance = Signal()
         m.d.comb += advance.eq(~self.gpu_resp.valid | self.gpu_resp.ready)
@@ -122,7 +123,7 @@ class DataProcessing(wiring.Component):
 
     def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
         """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""
-        p = self.p
+        p = self.params
         beat_shift = exact_log2(p.beat_bytes)
         nibbles = beat.word_select(part, 4 * p.lanes)
         bytes_ = beat.word_select(part[0], 8 * p.lanes)
@@ -150,5 +151,5 @@ class DataProcessing(wiring.Component):
         difference = fp32_add(lane, converted.x, converted.negated_z)
         scale = delayed(m, lane.advance, converted.s, 3, f"lane{k}_scale")
         product = fp32_mul(lane, difference, scale)
-        return (fp32_narrow(lane.fork(), product, FP16, self.p.rounding),
-                fp32_narrow(lane.fork(), product, BF16, self.p.rounding))
+        return (fp32_narrow(lane.fork(), product, FP16, self.params.rounding),
+                fp32_narrow(lane.fork(), product, BF16, self.params.rounding))

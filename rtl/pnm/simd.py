@@ -12,7 +12,7 @@ sums or folds the dot product into the lane's FP32 accumulator.
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Shape, Signal, Value
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -21,6 +21,7 @@ from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
 from ..pipeline import Stages, Wires
 from .params import LaneParams
+from .ports import Mode, output_layout
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
@@ -44,20 +45,6 @@ class _Element(wiring.Component):
         return m
 
 
-class Mode(enum.Enum, shape=1):
-    """MLP: dot products of the whole lane, accumulated across beats. ATTENTION: one dot product per sublane."""
-
-    MLP = 0
-    ATTENTION = 1
-
-
-def control_fields() -> dict:
-    """Per-beat controls. `clear`: this MLP beat starts a new sum (the accumulator takes the beat's dot product
-    as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
-    beats ignore both, always emit, and leave the accumulators untouched."""
-    return {"mode": Mode, "clear": 1, "emit": 1}
-
-
 def elements(payload: data.View, *path: str | int) -> list[Value]:
     """The elements of the array at `path` in `payload` (`"buffer", 3`: lane 3's buffer operand), each a slice of
     the payload signal itself. Amaranth does not merge nested slices and emits an inner slice again wherever its
@@ -70,17 +57,6 @@ def elements(payload: data.View, *path: str | int) -> list[Value]:
     size = Shape.cast(layout.elem_shape).width
     signal = Value.cast(payload)
     return [signal[offset + k * size:offset + (k + 1) * size] for k in range(layout.length)]
-
-
-def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
-    """`accumulator` is meaningful in MLP mode and `sublane_sums` in attention mode; the other is zero."""
-    accumulator = FP32.width if lanes is None else data.ArrayLayout(FP32.width, lanes)
-    sums = data.ArrayLayout(FP32.width, params.sublanes)
-    return data.StructLayout({
-        "mode": Mode,
-        "accumulator": accumulator,
-        "sublane_sums": sums if lanes is None else data.ArrayLayout(sums, lanes),
-    })
 
 
 def latency_of(params: LaneParams) -> int:

@@ -39,10 +39,10 @@ def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> 
 
 class DataProcessing(wiring.Component):
     """`history` + `mc_resp` → `gpu_resp`. From a GPU read's data accepted to its first response beat:
-    `latency_from_data` cycles (the splitting stage, then the lanes); one response beat per cycle without
+    `latency` cycles (the splitting stage, then the lanes); one response beat per cycle without
     back-pressure, whatever the mode."""
 
-    latency_from_data = 1 + DATAPATH_STAGES
+    latency = 1 + DATAPATH_STAGES
 
     def __init__(self, params: DQBParams) -> None:
         self.params = p = params
@@ -106,8 +106,7 @@ class DataProcessing(wiring.Component):
         selected = self._select(stages, flags, part, beat, read, scale_read.data, zero_read.data)
         lut = IntLUT(m)
         outputs = [self._lane(m, stages.fork(), lut, selected, k) for k in range(p.lanes)]
-        if stages.depth != DATAPATH_STAGES:
-            raise AssertionError(f"datapath has {stages.depth} stages, stated {DATAPATH_STAGES}")
+        stages.require_depth(DATAPATH_STAGES, self)
 
         control = Cat(read.table_miss, ~flags.dequantize, flags.reserved | read.table_miss, flags.bf16)
         control = delayed(m, advance, control, DATAPATH_STAGES, "control")

@@ -26,7 +26,14 @@ class MMU(wiring.Component):
     (store data from the PNM buffer) and `buf_wr` (load data into it); `config` register writes.
     `stray_response` goes high, and stays high until reset, when the memory controller answers something
     that is not outstanding; such a response is consumed and dropped.
+
+    Timing depends on the traffic; `latency` is the unloaded minimum: a GPU request accepted on `gpu_req` leaves
+    on `mc_req` 2 cycles later on an idle system (its queue, then the registered grant). A PNM instruction
+    takes one cycle more (the load-store unit's register). `initiation_interval`: one memory request per cycle.
     """
+
+    latency = 2
+    initiation_interval = 1
 
     def __init__(self, params: MMUParams = MMUParams()) -> None:
         self.params = p = params

@@ -40,8 +40,7 @@ class _Element(wiring.Component):
         m = Module()
         stages = Stages(m, self.advance)
         m.d.comb += self.result.eq(self._datapath(stages, self.a, self.b))
-        if stages.depth != self._stages:
-            raise AssertionError(f"{self._stages} stages stated, {stages.depth} built")
+        stages.require_depth(self._stages, self)
         return m
 
 
@@ -76,10 +75,14 @@ class SIMDPipeline(wiring.Component):
 
     def __init__(self, params: LaneParams, in_layout: data.StructLayout, lanes: int | None) -> None:
         self.params = params
-        self.latency = latency_of(params)
         self._lanes = 1 if lanes is None else lanes
         super().__init__({"i": In(stream.Signature(in_layout)),
                           "o": Out(stream.Signature(output_layout(params, lanes)))})
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a beat accepted on `i` to its output on `o` (every beat, both modes)."""
+        return latency_of(self.params)
 
     def operands(self, payload) -> list[tuple[list[Value], list[Value]]]:
         """For every lane, its `width` FP16 `a` and `b` operands (sublane s holds elements s·sublane_width…)."""
@@ -136,8 +139,7 @@ class SIMDPipeline(wiring.Component):
                 for lane in range(self._lanes) for s in range(self.params.sublanes)]
         out = beside(valid=c.valid & (c.attention | c.emit), mode=c.attention,
                      accumulator=Cat(*accumulators), sublane_sums=Cat(*sums))
-        if beside.depth != self.latency:
-            raise AssertionError(f"latency {self.latency} stated, {beside.depth} stages built")
+        beside.require_depth(self.latency, self)
 
         m.d.comb += [
             self.i.ready.eq(advance),

@@ -64,6 +64,27 @@ def require_choice(params: Params, field: str, choices: tuple[str, ...]) -> None
         raise ValueError(f"{field}={value!r} is not one of {', '.join(choices)}")
 
 
+def require_power_of_two(params: Params, field: str, minimum: int = 1) -> None:
+    """Reject a field that is not a power of two at least `minimum`."""
+    value = getattr(params, field)
+    if value < minimum or value & (value - 1):
+        raise ValueError(f"{field}={value} must be a power of two ≥ {minimum}")
+
+
+def require_at_least(params: Params, field: str, minimum: int) -> None:
+    """Reject a field below `minimum`."""
+    value = getattr(params, field)
+    if value < minimum:
+        raise ValueError(f"{field}={value} must be at least {minimum}")
+
+
+def require_positive(params: Params, field: str) -> None:
+    """Reject a field that is not above zero (a clock frequency, say; NaN included)."""
+    value = getattr(params, field)
+    if not value > 0:
+        raise ValueError(f"{field}={value} must be positive")
+
+
 @dataclass(frozen=True)
 class NoParams(Params):
     """The parameters of a block that has none; every block is still built from a dataclass."""

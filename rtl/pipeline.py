@@ -34,6 +34,12 @@ class Stages:
             raise ValueError(f"parallel datapaths of unequal depth {sorted(depths)} would misalign")
         return max([self.count, *depths])
 
+    def require_depth(self, stated: int, owner: object) -> None:
+        """Refuse a datapath whose register stages differ from the latency `owner` states for it."""
+        if self.depth != stated:
+            raise AssertionError(f"{type(owner).__name__} states latency {stated} "
+                                 f"but its datapath has {self.depth} stages")
+
     def nets(self, **values: Value | int) -> SimpleNamespace:
         """Name combinational values that are read more than once, without a register.
 
@@ -81,6 +87,9 @@ def _named_wires(m: Module, prefix: str, values: dict[str, Value | int]) -> Simp
 class PipelinedUnit(wiring.Component):
     """A datapath of fixed `latency` between a stream input `i` and a stream output `o`, one beat per cycle.
 
+    Timing is stated as every block states it: `latency` (cycles from a beat accepted on `i` to it valid on `o`)
+    and `initiation_interval` (cycles between accepted beats), both ints on the component.
+
     All stages advance together whenever the output register can move (it is empty or being read). A
     stalled output therefore holds every stage, so no beat is lost, duplicated or reordered, and `i.ready`
     is exactly that advance condition. Subclasses set `latency` and define `datapath`, which must end
@@ -102,9 +111,7 @@ class PipelinedUnit(wiring.Component):
         m.d.comb += advance.eq(~self.o.valid | self.o.ready)
         stages = Stages(m, advance)
         result = self.datapath(stages, self.i.payload)
-        if stages.depth != self.latency:
-            raise AssertionError(f"{type(self).__name__} states latency {self.latency} "
-                                 f"but its datapath has {stages.depth} stages")
+        stages.require_depth(self.latency, self)
         valid = self.i.valid
         for stage in range(1, self.latency + 1):
             delayed = Signal(name=f"s{stage}_valid")

@@ -17,7 +17,7 @@ from tb.verify import module_runs, run_ids
 from planted import throttled
 
 RUNS = module_runs("tb.mmu.bench")
-SMALL = MMUParams(data_width=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
+SMALL = MMUParams(data_bits=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
 
 
 @pytest.mark.parametrize("config", [c for _, c in RUNS],
@@ -34,9 +34,9 @@ def test_bench(config: dict) -> None:
 
 
 def test_bad_parameters_name_the_field() -> None:
-    for field, value in (("policy", "fair"), ("data_width", 48), ("pending_entries", 0),
-                         ("wrr_weight_gpu", 0), ("addr_width", 8), ("protected_regions", -1),
-                         ("design_clock_hz", 0), ("data_width", 65536)):
+    for field, value in (("policy", "fair"), ("data_bits", 48), ("pending_entries", 0),
+                         ("wrr_weight_gpu", 0), ("address_bits", 8), ("protected_regions", -1),
+                         ("design_clock_hz", 0), ("data_bits", 65536)):
         with pytest.raises(ValueError, match=field):
             MMUParams(**{field: value})
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from basedie import verified
-from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.verify import bench_runs
 
@@ -15,11 +14,7 @@ from tb.verify import bench_runs
 def test_committed_table_matches_current_sources() -> None:
     table = verified.load()  # raises StaleTableError when rtl/ or tb/ changed since `basedie verify`
     for block_name, config in bench_runs(list(BENCHES)):
-        entry = table.entry(block_name, **config)
-        unit = BLOCKS[block_name].component
-        if hasattr(unit, "latency"):  # fixed-latency units state it; blocks with data-dependent timing do not
-            assert entry.figures["latency_cycles"] == unit.latency
-            assert entry.figures["initiation_interval"] == unit.initiation_interval
+        entry = table.entry(block_name, **config)  # the stated timing: tests/rtl/test_timing_statements.py
         assert entry.provenance["cycles_simulated"] > 0
         assert {"verilator", "cocotb", "amaranth"} <= set(entry.provenance["tools"])
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 from .params import DQBParams
 from .processing import DataProcessing
 from .sz_requests import SZRequestGenerator
-from .tags import config_write, gpu_request, gpu_response, mc_request, mc_response
+from .ports import config_write, gpu_request, gpu_response, mc_request, mc_response
 
 
 class DQB(wiring.Component):
@@ -18,11 +18,12 @@ class DQB(wiring.Component):
     GPU-request order. A read returns 1 beat (bypass, reserved tag) or 16/bits beats (dequantized); a store
     returns nothing. Reserved tag 111: the data unchanged with `error`. A tagged read outside every usable
     layer entry: 16/bits beats of zeros with `error`. Reset empties every queue, the request table and the
-    S/Z buffer. Timing depends on the traffic, so the block states no fixed `latency`: `response_latency` is
-    the cycles from a read's data accepted on `mc_resp` to its first beat on `gpu_resp`.
+    S/Z buffer. Timing depends on the traffic; `latency` is the unloaded minimum: the cycles from a read's data
+    accepted on `mc_resp` to its first beat on `gpu_resp`. `initiation_interval`: one response beat per cycle.
     """
 
-    response_latency = DataProcessing.latency_from_data
+    latency = DataProcessing.latency
+    initiation_interval = 1
 
     def __init__(self, params: DQBParams = DQBParams()) -> None:
         self.params = params

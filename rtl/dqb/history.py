@@ -5,7 +5,7 @@ from amaranth.lib import memory
 from amaranth.utils import exact_log2
 
 from .params import DQBParams
-from .tags import history_entry
+from .ports import history_entry
 
 
 class HistoryBuffer:

@@ -2,11 +2,7 @@
 from dataclasses import dataclass
 
 from ..fp.convert import ROUNDINGS
-from ..params import Params, require_choice, require_port_bits
-
-
-def _power_of_two(value: int) -> bool:
-    return value > 0 and value & (value - 1) == 0
+from ..params import Params, require_choice, require_port_bits, require_positive, require_power_of_two
 
 
 @dataclass(frozen=True)
@@ -33,8 +29,7 @@ class DQBParams(Params):
     design_clock_hz: float = 328e6
 
     def validate(self) -> None:
-        if not _power_of_two(self.interface_bits) or self.interface_bits < 32:
-            raise ValueError(f"interface_bits={self.interface_bits} must be a power of two ≥ 32")
+        require_power_of_two(self, "interface_bits", 32)
         if self.internal_bits != 2 * self.interface_bits:
             raise ValueError(f"internal_bits={self.internal_bits} must be 2 × interface_bits "
                              f"(one FP32 lane per 16-bit output): {2 * self.interface_bits}")
@@ -46,17 +41,15 @@ class DQBParams(Params):
             raise ValueError(f"request_table_entry_bytes={self.request_table_entry_bytes} cannot hold an entry "
                              f"of {self.entry_bits} bits")
         if (self.request_table_bytes % self.request_table_entry_bytes
-                or not _power_of_two(self.request_table_bytes // self.request_table_entry_bytes)):
+                or self.table_entries < 1 or self.table_entries & (self.table_entries - 1)):
             raise ValueError(f"request_table_bytes={self.request_table_bytes} must hold a power-of-two number "
                              f"of {self.request_table_entry_bytes}-byte entries")
         if self.sz_buffer_bytes % (2 * self.beat_bytes) or self.sz_buffer_bytes < 4 * self.beat_bytes:
             raise ValueError(f"sz_buffer_bytes={self.sz_buffer_bytes} must be a multiple of 2 beats "
                              f"({2 * self.beat_bytes} bytes) and at least 4 beats")
-        if not _power_of_two(self.outstanding_reads) or self.outstanding_reads < 4:
-            raise ValueError(f"outstanding_reads={self.outstanding_reads} must be a power of two ≥ 4")
+        require_power_of_two(self, "outstanding_reads", 4)
         require_choice(self, "rounding", ROUNDINGS)
-        if not self.design_clock_hz > 0:
-            raise ValueError(f"design_clock_hz={self.design_clock_hz} must be positive")
+        require_positive(self, "design_clock_hz")
         # The widest values: a GPU request (address, tag, store flag, data) and the FP32 datapath.
         require_port_bits("gpu_req", self.address_bits + self.tag_bits + 1 + self.interface_bits,
                           ("interface_bits", "address_bits"), self)

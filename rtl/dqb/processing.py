@@ -19,7 +19,8 @@ from ..fp.multiply import fp32_mul
 from ..pipeline import Stages
 from .int_lut import IntLUT, sign_extend_int4
 from .params import DQBParams
-from .tags import Kind, decode, gpu_response, history_entry, mc_response
+from .ports import Kind, gpu_response, history_entry, mc_response
+from .tags import decode
 
 # Stages from the splitting stage's output to the response register: select, convert, add (3), multiply (3),
 # narrow (2).
@@ -38,13 +39,13 @@ def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> 
 
 class DataProcessing(wiring.Component):
     """`history` + `mc_resp` → `gpu_resp`. From a GPU read's data accepted to its first response beat:
-    `latency_from_data` cycles (the splitting stage, then the lanes); one response beat per cycle without
+    `latency` cycles (the splitting stage, then the lanes); one response beat per cycle without
     back-pressure, whatever the mode."""
 
-    latency_from_data = 1 + DATAPATH_STAGES
+    latency = 1 + DATAPATH_STAGES
 
-    def __init__(self, p: DQBParams) -> None:
-        self.p = p
+    def __init__(self, params: DQBParams) -> None:
+        self.params = p = params
         super().__init__({
             "history": In(stream.Signature(history_entry(p))),
             "mc_resp": In(stream.Signature(mc_response(p))),
@@ -59,7 +60,7 @@ class DataProcessing(wiring.Component):
     def build(self, m: Module) -> None:
         """Add the logic to `m` (the DQB top builds its parts into one module)."""
         self._MustUse__silence = True  # built inline, so never elaborated on its own
-        p = self.p
+        p = self.params
         head = self.history.payload
         advance = Signal()
         m.d.comb += advance.eq(~self.gpu_resp.valid | self.gpu_resp.ready)
@@ -105,8 +106,7 @@ class DataProcessing(wiring.Component):
         selected = self._select(stages, flags, part, beat, read, scale_read.data, zero_read.data)
         lut = IntLUT(m)
         outputs = [self._lane(m, stages.fork(), lut, selected, k) for k in range(p.lanes)]
-        if stages.depth != DATAPATH_STAGES:
-            raise AssertionError(f"datapath has {stages.depth} stages, stated {DATAPATH_STAGES}")
+        stages.require_depth(DATAPATH_STAGES, self)
 
         control = Cat(read.table_miss, ~flags.dequantize, flags.reserved | read.table_miss, flags.bf16)
         control = delayed(m, advance, control, DATAPATH_STAGES, "control")
@@ -122,7 +122,7 @@ class DataProcessing(wiring.Component):
 
     def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
         """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""
-        p = self.p
+        p = self.params
         beat_shift = exact_log2(p.beat_bytes)
         nibbles = beat.word_select(part, 4 * p.lanes)
         bytes_ = beat.word_select(part[0], 8 * p.lanes)
@@ -150,5 +150,5 @@ class DataProcessing(wiring.Component):
         difference = fp32_add(lane, converted.x, converted.negated_z)
         scale = delayed(m, lane.advance, converted.s, 3, f"lane{k}_scale")
         product = fp32_mul(lane, difference, scale)
-        return (fp32_narrow(lane.fork(), product, FP16, self.p.rounding),
-                fp32_narrow(lane.fork(), product, BF16, self.p.rounding))
+        return (fp32_narrow(lane.fork(), product, FP16, self.params.rounding),
+                fp32_narrow(lane.fork(), product, BF16, self.params.rounding))

@@ -4,7 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import DQBParams
-from .tags import config_write, log2_width_bits
+from .ports import config_write, log2_width_bits
 
 
 def match_layout(p: DQBParams) -> data.StructLayout:
@@ -22,8 +22,8 @@ class RequestTable(wiring.Component):
     index wins. Reset clears every entry.
     """
 
-    def __init__(self, p: DQBParams) -> None:
-        self.p = p
+    def __init__(self, params: DQBParams) -> None:
+        self.params = p = params
         super().__init__({
             "config": In(stream.Signature(config_write(p))),
             "address": In(p.address_bits),
@@ -38,7 +38,7 @@ class RequestTable(wiring.Component):
     def build(self, m: Module) -> None:
         """Add the logic to `m` (the DQB top builds its parts into one module)."""
         self._MustUse__silence = True  # built inline, so never elaborated on its own
-        p, beat_mask = self.p, self.p.beat_bytes - 1
+        p, beat_mask = self.params, self.params.beat_bytes - 1
         m.d.comb += self.config.ready.eq(1)
         cfg = self.config.payload
         aligned = ((cfg.weight_base | cfg.weight_size | cfg.scale_base | cfg.zero_base) & beat_mask) == 0

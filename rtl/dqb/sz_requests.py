@@ -15,21 +15,22 @@ from amaranth.utils import exact_log2
 from .history import HistoryBuffer
 from .params import DQBParams
 from .request_table import RequestTable, match_layout
-from .tags import Kind, config_write, decode, gpu_request, history_entry, line_bits, mc_request
+from .ports import Kind, config_write, gpu_request, history_entry, line_bits, mc_request
+from .tags import decode
 
 
 class LineDirectory:
     """Beat addresses held by one half of the S/Z buffer: fully associative, round-robin replacement."""
 
     def __init__(self, m: Module, p: DQBParams, name: str) -> None:
-        self.m, self.p = m, p
+        self.m, self.params = m, p
         self.tags = [Signal(p.address_bits, name=f"{name}{i}_tag") for i in range(p.sz_lines)]
         self.present = [Signal(name=f"{name}{i}_present") for i in range(p.sz_lines)]
         self.victim = Signal(line_bits(p), name=f"{name}_victim")
 
     def lookup(self, beat: Signal) -> tuple[Signal, Signal]:
         """(hit, line) for a beat address; at most one line holds a beat."""
-        hit, line = Signal(), Signal(line_bits(self.p))
+        hit, line = Signal(), Signal(line_bits(self.params))
         for i, (tag, present) in enumerate(zip(self.tags, self.present)):
             with self.m.If(present & (tag == beat)):
                 self.m.d.comb += [hit.eq(1), line.eq(i)]
@@ -58,8 +59,8 @@ class SZRequestGenerator(wiring.Component):
     an S/Z line holding its beat, and any configuration write invalidates the whole buffer.
     """
 
-    def __init__(self, p: DQBParams) -> None:
-        self.p = p
+    def __init__(self, params: DQBParams) -> None:
+        self.params = p = params
         super().__init__({
             "gpu_req": In(stream.Signature(gpu_request(p))),
             "config": In(stream.Signature(config_write(p))),
@@ -75,7 +76,7 @@ class SZRequestGenerator(wiring.Component):
     def build(self, m: Module) -> None:
         """Add the logic to `m` (the DQB top builds its parts into one module)."""
         self._MustUse__silence = True  # built inline, so never elaborated on its own
-        p = self.p
+        p = self.params
         beat_shift = exact_log2(p.beat_bytes)
         table = RequestTable(p)
         table.build(m)

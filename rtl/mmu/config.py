@@ -33,12 +33,12 @@ def configuration(m: Module, p: MMUParams, port: wiring.PureInterface) -> Config
     bad write can never leave the arbiter without a policy or a weight."""
     reset_weights = {"gpu": p.wrr_weight_gpu, "pnm": p.wrr_weight_pnm}
     config = Configuration(
-        policy=Signal(range(len(POLICIES)), init=POLICIES.index(p.policy), name="cfg_policy"),
-        weight_gpu=Signal(WEIGHT_WIDTH, init=reset_weights["gpu"], name="cfg_weight_gpu"),
-        weight_pnm=Signal(WEIGHT_WIDTH, init=reset_weights["pnm"], name="cfg_weight_pnm"),
-        memory_size=Signal(p.addr_width + 1, init=2 ** p.addr_width, name="cfg_memory_size"),
-        region_base=[Signal(p.addr_width + 1, name=f"cfg_region{i}_base") for i in range(p.protected_regions)],
-        region_limit=[Signal(p.addr_width + 1, name=f"cfg_region{i}_limit") for i in range(p.protected_regions)],
+        policy=Signal(range(len(POLICIES)), init=POLICIES.index(p.policy), name="config_policy"),
+        weight_gpu=Signal(WEIGHT_WIDTH, init=reset_weights["gpu"], name="config_weight_gpu"),
+        weight_pnm=Signal(WEIGHT_WIDTH, init=reset_weights["pnm"], name="config_weight_pnm"),
+        memory_size=Signal(p.address_bits + 1, init=2 ** p.address_bits, name="config_memory_size"),
+        region_base=[Signal(p.address_bits + 1, name=f"config_region{i}_base") for i in range(p.protected_regions)],
+        region_limit=[Signal(p.address_bits + 1, name=f"config_region{i}_limit") for i in range(p.protected_regions)],
     )
     value = port.payload.value
     m.d.comb += port.ready.eq(1)

@@ -23,10 +23,17 @@ class MMU(wiring.Component):
     """Ports (all `lib.stream`): `gpu_req` → `gpu_resp` (one response per request, in any order, with its
     id and address); `pnm_instr` → `completion` (one per instruction: its id, destination and `fault`);
     `mc_req` → `mc_resp` to the memory controller, one request per cycle at most; `buf_rd` → `buf_rdata`
-    (store data from the PNM buffer) and `buf_wr` (load data into it); `cfg` register writes.
+    (store data from the PNM buffer) and `buf_wr` (load data into it); `config` register writes.
     `stray_response` goes high, and stays high until reset, when the memory controller answers something
     that is not outstanding; such a response is consumed and dropped.
+
+    Timing depends on the traffic; `latency` is the unloaded minimum: a GPU request accepted on `gpu_req` leaves
+    on `mc_req` 2 cycles later on an idle system (its queue, then the registered grant). A PNM instruction
+    takes one cycle more (the load-store unit's register). `initiation_interval`: one memory request per cycle.
     """
+
+    latency = 2
+    initiation_interval = 1
 
     def __init__(self, params: MMUParams = MMUParams()) -> None:
         self.params = p = params
@@ -40,14 +47,14 @@ class MMU(wiring.Component):
             "buf_rd": Out(stream.Signature(ports.buffer_read(p))),
             "buf_rdata": In(stream.Signature(ports.buffer_read_data(p))),
             "buf_wr": Out(stream.Signature(ports.buffer_write(p))),
-            "cfg": In(stream.Signature(ports.config_write(p))),
+            "config": In(stream.Signature(ports.config_write(p))),
             "stray_response": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
         p = self.params
-        config = configuration(m, p, self.cfg)
+        config = configuration(m, p, self.config)
         tag_layout = ports.tag_layout(p)
 
         # GPU request queue: requests from the die-to-die interface, as they came.
@@ -58,9 +65,9 @@ class MMU(wiring.Component):
 
         # GPU slots: the id and address of each GPU request the memory controller has not answered.
         slot_busy = Signal(p.gpu_outstanding)
-        slot_id = Array(Signal(p.id_width, name=f"slot{i}_id") for i in range(p.gpu_outstanding))
-        slot_addr = Array(Signal(p.block_addr_width, name=f"slot{i}_addr") for i in range(p.gpu_outstanding))
-        slot_write = Array(Signal(name=f"slot{i}_write") for i in range(p.gpu_outstanding))
+        slot_id = Array(Signal(p.id_bits, name=f"slot{i}_id") for i in range(p.gpu_outstanding))
+        slot_address = Array(Signal(p.block_address_bits, name=f"slot{i}_address") for i in range(p.gpu_outstanding))
+        slot_is_write = Array(Signal(name=f"slot{i}_is_write") for i in range(p.gpu_outstanding))
         free_slot = Signal(range(p.gpu_outstanding))
         for i in reversed(range(p.gpu_outstanding)):
             with m.If(~slot_busy[i]):
@@ -70,8 +77,8 @@ class MMU(wiring.Component):
         n = p.pending_entries
         entry_valid = Signal(n)
         entry_store = Array(Signal(name=f"entry{i}_store") for i in range(n))
-        entry_id = Array(Signal(p.id_width, name=f"entry{i}_id") for i in range(n))
-        entry_dest = Array(Signal(p.buffer_addr_width, name=f"entry{i}_dest") for i in range(n))
+        entry_id = Array(Signal(p.id_bits, name=f"entry{i}_id") for i in range(n))
+        entry_dest = Array(Signal(p.buffer_address_bits, name=f"entry{i}_dest") for i in range(n))
         entry_fault = Array(Signal(Fault, name=f"entry{i}_fault") for i in range(n))
         entry_last = Array(Signal(range(p.max_sub_requests), name=f"entry{i}_last") for i in range(n))
         entry_tail = Array(Signal(p.offset_bits, name=f"entry{i}_tail") for i in range(n))
@@ -89,18 +96,18 @@ class MMU(wiring.Component):
 
         # PNM load-store unit: checks an instruction, allocates its entry, then queues one 32-byte request
         # per cycle (§4.2). A refused instruction gets an entry with nothing to wait for: it completes at once.
-        pnm_queue_layout = data.StructLayout({"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes,
+        pnm_queue_layout = data.StructLayout({"address": p.block_address_bits, "is_write": 1, "mask": p.request_bytes,
                                               "tag": tag_layout})
         pnm_queue = m.submodules.pnm_queue = SyncFIFO(width=pnm_queue_layout.size, depth=p.queue_depth)
         pnm_head = data.View(pnm_queue_layout, pnm_queue.r_data)
         lsu_busy = Signal()
         lsu_store = Signal()
         lsu_entry = Signal(range(n))
-        lsu_block = Signal(p.block_addr_width)
+        lsu_block = Signal(p.block_address_bits)
         lsu_sub = Signal(range(p.max_sub_requests))
         lsu_last = Signal(range(p.max_sub_requests))
         lsu_tail = Signal(p.offset_bits)
-        lsu_row = Signal(p.buffer_addr_width)
+        lsu_row = Signal(p.buffer_address_bits)
         queued = Signal()
         m.d.comb += [
             self.buf_rd.valid.eq(lsu_busy & lsu_store & pnm_queue.w_rdy),
@@ -110,8 +117,8 @@ class MMU(wiring.Component):
         ]
         queued_request = data.View(pnm_queue_layout, pnm_queue.w_data)
         m.d.comb += [
-            queued_request.addr.eq(lsu_block),
-            queued_request.write.eq(lsu_store),
+            queued_request.address.eq(lsu_block),
+            queued_request.is_write.eq(lsu_store),
             queued_request.mask.eq(byte_mask(lsu_sub, lsu_last, lsu_tail)),
             queued_request.tag.pnm.eq(1),
             queued_request.tag.index.pnm.entry.eq(lsu_entry),
@@ -154,7 +161,7 @@ class MMU(wiring.Component):
 
         # Issue: the arbiter's choice is registered, so the request holds still while the controller stalls.
         gpu_wants = gpu_queue.r_rdy & ~slot_busy.all()
-        pnm_wants = pnm_queue.r_rdy & (~pnm_head.write | self.buf_rdata.valid)
+        pnm_wants = pnm_queue.r_rdy & (~pnm_head.is_write | self.buf_rdata.valid)
         request = Signal(ports.mc_request(p))
         request_tag = Signal(tag_layout)
         load = ~self.mc_req.valid | self.mc_req.ready
@@ -163,26 +170,26 @@ class MMU(wiring.Component):
             self.mc_req.payload.eq(request),
             gpu_queue.r_en.eq(load & grant.gpu),
             pnm_queue.r_en.eq(load & grant.pnm),
-            self.buf_rdata.ready.eq(load & grant.pnm & pnm_head.write),
+            self.buf_rdata.ready.eq(load & grant.pnm & pnm_head.is_write),
         ]
         with m.If(load):
             m.d.sync += self.mc_req.valid.eq(grant.gpu | grant.pnm)
             with m.If(grant.gpu):
                 m.d.sync += [
-                    request.addr.eq(gpu_head.addr), request.write.eq(gpu_head.write),
+                    request.address.eq(gpu_head.address), request.is_write.eq(gpu_head.is_write),
                     request.mask.eq(gpu_head.mask), request.data.eq(gpu_head.data),
                     request_tag.pnm.eq(0), request_tag.index.gpu_slot.eq(free_slot),
                 ]
             for i in range(p.gpu_outstanding):
                 with m.If(grant.gpu & (free_slot == i)):
-                    m.d.sync += [slot_busy[i].eq(1), slot_id[i].eq(gpu_head.id), slot_addr[i].eq(gpu_head.addr),
-                                 slot_write[i].eq(gpu_head.write)]
+                    m.d.sync += [slot_busy[i].eq(1), slot_id[i].eq(gpu_head.id), slot_address[i].eq(gpu_head.address),
+                                 slot_is_write[i].eq(gpu_head.is_write)]
             with m.If(grant.pnm):
                 m.d.sync += [
-                    request.addr.eq(pnm_head.addr), request.write.eq(pnm_head.write),
+                    request.address.eq(pnm_head.address), request.is_write.eq(pnm_head.is_write),
                     request.mask.eq(pnm_head.mask),
                     # A load reads no buffer row: its data field is zero, not whatever `buf_rdata` holds.
-                    request.data.eq(Mux(pnm_head.write, self.buf_rdata.payload.data, 0)),
+                    request.data.eq(Mux(pnm_head.is_write, self.buf_rdata.payload.data, 0)),
                     request_tag.eq(pnm_head.tag),
                 ]
 
@@ -211,8 +218,8 @@ class MMU(wiring.Component):
                       & entry_expected[entry].bit_select(sub, 1) & ~entry_bitmap[entry].bit_select(sub, 1)),
             self.gpu_resp.valid.eq(to_gpu),
             self.gpu_resp.payload.id.eq(slot_id[slot]),
-            self.gpu_resp.payload.addr.eq(slot_addr[slot]),
-            self.gpu_resp.payload.write.eq(slot_write[slot]),
+            self.gpu_resp.payload.address.eq(slot_address[slot]),
+            self.gpu_resp.payload.is_write.eq(slot_is_write[slot]),
             self.gpu_resp.payload.data.eq(self.mc_resp.payload.data),
             self.buf_wr.valid.eq(to_pnm & ~entry_store[entry]),
             self.buf_wr.payload.row.eq(entry_dest[entry] + sub),

@@ -1,7 +1,9 @@
 """Parameters of the DuoPD MMU arbiter (§4.2, §4.3 Fig. 8, §5.3) and the register map of its config port."""
 from dataclasses import dataclass
 
-from ..params import Params, require_choice, require_port_bits
+from amaranth.utils import ceil_log2
+
+from ..params import Params, require_at_least, require_choice, require_port_bits, require_positive, require_power_of_two
 
 POLICIES = ("prefill_first", "decode_first", "mixed")
 """Arbitration policies of Fig. 9, in the encoding of the POLICY register: GPU priority, PNM priority,
@@ -20,11 +22,11 @@ REG_REGION_LIMIT = 5    # + 2*i: end byte address (exclusive) of region i; limit
 
 @dataclass(frozen=True)
 class MMUParams(Params):
-    addr_width: int = 36
+    address_bits: int = 36
     """Byte-address width: a 64 GiB HBM4 stack."""
-    data_width: int = 256
+    data_bits: int = 256
     """Bits per memory request: the 32-byte requests of §4.3."""
-    id_width: int = 8
+    id_bits: int = 8
     """Width of GPU request ids and of PNM instruction ids."""
     queue_depth: int = 16
     """Entries of the GPU request queue and of the PNM request queue, each."""
@@ -36,7 +38,7 @@ class MMUParams(Params):
     """Bitmap width: the largest tensor is this many 32-byte requests (the PNM buffer's 32 entries per
     pseudo channel, §4.2)."""
     protected_regions: int = 2
-    buffer_addr_width: int = 15
+    buffer_address_bits: int = 15
     """PNM buffer row address (one row = one request): 1 MiB of 32-byte rows (§4.2)."""
     out_of_order: bool = False
     """Memory responses may return in any order and carry the request's tag; otherwise they return in
@@ -52,21 +54,18 @@ class MMUParams(Params):
 
     def validate(self) -> None:
         require_choice(self, "policy", POLICIES)
-        if not self.design_clock_hz > 0:
-            raise ValueError(f"design_clock_hz={self.design_clock_hz} must be positive")
+        require_positive(self, "design_clock_hz")
         # The widest port: a GPU request (address, write flag, byte mask, data, id).
-        require_port_bits("gpu_req", self.addr_width + 1 + self.data_width // 8 + self.data_width + self.id_width,
-                          ("data_width",), self)
-        if self.data_width < 8 or self.data_width & (self.data_width - 1):
-            raise ValueError(f"data_width={self.data_width} is not a power of two >= 8")
-        for name in ("id_width", "queue_depth", "gpu_outstanding", "pending_entries", "max_sub_requests",
-                     "buffer_addr_width"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        require_port_bits("gpu_req", self.address_bits + 1 + self.data_bits // 8 + self.data_bits + self.id_bits,
+                          ("data_bits",), self)
+        require_power_of_two(self, "data_bits", 8)
+        for name in ("id_bits", "queue_depth", "gpu_outstanding", "pending_entries", "max_sub_requests",
+                     "buffer_address_bits"):
+            require_at_least(self, name, 1)
         if not 0 <= self.protected_regions <= 64:
             raise ValueError(f"protected_regions={self.protected_regions} must be 0..64")
-        if not self.max_tensor_bytes.bit_length() < self.addr_width <= 64:
-            raise ValueError(f"addr_width={self.addr_width} must be {self.max_tensor_bytes.bit_length() + 1}..64 "
+        if not self.max_tensor_bytes.bit_length() < self.address_bits <= 64:
+            raise ValueError(f"address_bits={self.address_bits} must be {self.max_tensor_bytes.bit_length() + 1}..64 "
                              f"(the largest tensor must fit in the address space)")
         for name in ("wrr_weight_gpu", "wrr_weight_pnm"):
             if not 1 <= getattr(self, name) < 2 ** WEIGHT_WIDTH:
@@ -74,17 +73,17 @@ class MMUParams(Params):
 
     @property
     def request_bytes(self) -> int:
-        return self.data_width // 8
+        return self.data_bits // 8
 
     @property
     def offset_bits(self) -> int:
         """Low byte-address bits inside one request."""
-        return (self.request_bytes - 1).bit_length()
+        return ceil_log2(self.request_bytes)
 
     @property
-    def block_addr_width(self) -> int:
+    def block_address_bits(self) -> int:
         """Width of a request (block) address: memory-controller and GPU addresses count requests."""
-        return self.addr_width - self.offset_bits
+        return self.address_bits - self.offset_bits
 
     @property
     def max_tensor_bytes(self) -> int:

@@ -1,6 +1,7 @@
 """Payload layouts of the MMU's stream ports, shaped by its parameters."""
 from amaranth.hdl import unsigned
 from amaranth.lib import data, enum
+from amaranth.utils import ceil_log2
 
 from .params import MMUParams
 
@@ -19,9 +20,9 @@ def size_width(p: MMUParams) -> int:
 
 def tag_layout(p: MMUParams) -> data.StructLayout:
     """The memory-request tag: which source, and which GPU slot or PNM entry and sub-request it answers."""
-    slot_bits = max(1, (p.gpu_outstanding - 1).bit_length())
-    entry_bits = max(1, (p.pending_entries - 1).bit_length())
-    sub_bits = max(1, (p.max_sub_requests - 1).bit_length())
+    slot_bits = max(1, ceil_log2(p.gpu_outstanding))
+    entry_bits = max(1, ceil_log2(p.pending_entries))
+    sub_bits = max(1, ceil_log2(p.max_sub_requests))
     return data.StructLayout({
         "index": data.UnionLayout({
             "gpu_slot": unsigned(slot_bits),
@@ -32,49 +33,49 @@ def tag_layout(p: MMUParams) -> data.StructLayout:
 
 
 def gpu_request(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes,
-                              "data": p.data_width, "id": p.id_width})
+    return data.StructLayout({"address": p.block_address_bits, "is_write": 1, "mask": p.request_bytes,
+                              "data": p.data_bits, "id": p.id_bits})
 
 
 def gpu_response(p: MMUParams) -> data.StructLayout:
     """Read data (or a write acknowledgement, data undefined) with the request's address and id."""
-    return data.StructLayout({"addr": p.block_addr_width, "write": 1, "data": p.data_width, "id": p.id_width})
+    return data.StructLayout({"address": p.block_address_bits, "is_write": 1, "data": p.data_bits, "id": p.id_bits})
 
 
 def pnm_instruction(p: MMUParams) -> data.StructLayout:
     """A tensor load (memory → PNM buffer) or store (PNM buffer → memory): `size` bytes from byte
     address `base`, to or from buffer rows `dest`, `dest`+1, …"""
-    return data.StructLayout({"base": p.addr_width, "size": size_width(p), "dest": p.buffer_addr_width,
-                              "store": 1, "id": p.id_width})
+    return data.StructLayout({"base": p.address_bits, "size": size_width(p), "dest": p.buffer_address_bits,
+                              "store": 1, "id": p.id_bits})
 
 
 def completion(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"id": p.id_width, "dest": p.buffer_addr_width, "store": 1, "fault": Fault})
+    return data.StructLayout({"id": p.id_bits, "dest": p.buffer_address_bits, "store": 1, "fault": Fault})
 
 
 def mc_request(p: MMUParams) -> data.StructLayout:
-    fields = {"addr": p.block_addr_width, "write": 1, "mask": p.request_bytes, "data": p.data_width}
+    fields = {"address": p.block_address_bits, "is_write": 1, "mask": p.request_bytes, "data": p.data_bits}
     return data.StructLayout({**fields, "tag": tag_layout(p)} if p.out_of_order else fields)
 
 
 def mc_response(p: MMUParams) -> data.StructLayout:
     """One per request: read data, or a write acknowledgement (data ignored)."""
-    fields = {"data": p.data_width}
+    fields = {"data": p.data_bits}
     return data.StructLayout({**fields, "tag": tag_layout(p)} if p.out_of_order else fields)
 
 
 def buffer_read(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"row": p.buffer_addr_width})
+    return data.StructLayout({"row": p.buffer_address_bits})
 
 
 def buffer_read_data(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"data": p.data_width})
+    return data.StructLayout({"data": p.data_bits})
 
 
 def buffer_write(p: MMUParams) -> data.StructLayout:
     """Direct TSV forwarding of PNM load data into the buffer; `mask` has one bit per byte to write."""
-    return data.StructLayout({"row": p.buffer_addr_width, "data": p.data_width, "mask": p.request_bytes})
+    return data.StructLayout({"row": p.buffer_address_bits, "data": p.data_bits, "mask": p.request_bytes})
 
 
 def config_write(p: MMUParams) -> data.StructLayout:
-    return data.StructLayout({"reg": max(1, (p.config_registers - 1).bit_length()), "value": p.addr_width + 1})
+    return data.StructLayout({"reg": max(1, ceil_log2(p.config_registers)), "value": p.address_bits + 1})

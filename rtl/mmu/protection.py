@@ -10,14 +10,14 @@ from .ports import Fault
 def fault_of(m: Module, p: MMUParams, instruction, config: Configuration) -> Value:
     """The `Fault` of a PNM instruction (combinational); `Fault.NONE` lets it through."""
     base, size = instruction.base, instruction.size
-    end = Signal(p.addr_width + 2, name="lsu_end")
-    rows_end = Signal(p.buffer_addr_width + 2, name="lsu_rows_end")
+    end = Signal(p.address_bits + 2, name="lsu_end")
+    rows_end = Signal(p.buffer_address_bits + 2, name="lsu_rows_end")
     m.d.comb += [
         end.eq(base + size),
         rows_end.eq(instruction.dest + sub_requests(p, size)),
     ]
     malformed = ((size == 0) | (size > p.max_tensor_bytes) | (base[:p.offset_bits] != 0)
-                 | (rows_end > 2 ** p.buffer_addr_width))
+                 | (rows_end > 2 ** p.buffer_address_bits))
     outside = end > config.memory_size
     # Half-open ranges [base, end) and [region base, region limit) overlap; an empty region never does.
     protected = 0

@@ -1,20 +1,9 @@
 """The DuoPD PNM compute array (paper §4.2, §6.1): `lanes` lanes sharing one memory operand per beat."""
 from amaranth.hdl import Mux
-from amaranth.lib import data
 
-from ..fp.formats import FP16
 from .params import ArrayParams
-from .simd import Mode, SIMDPipeline, control_fields, elements
-
-
-def array_input(params: ArrayParams) -> data.StructLayout:
-    """`memory`: the `width` elements read from HBM this cycle, broadcast to every lane (MLP: a weight tile;
-    attention: `sublanes` keys of one KV head, key s in sublane s). `buffer`: each lane's own operand from the
-    PNM buffer (MLP: that request's activations; attention: the lane's query in its first `sublane_width`
-    elements, broadcast by the array across the lane's sublanes; the rest is ignored)."""
-    operands = data.ArrayLayout(FP16.width, params.width)
-    return data.StructLayout({"memory": operands, "buffer": data.ArrayLayout(operands, params.lanes),
-                              **control_fields()})
+from .ports import Mode, array_input
+from .simd import SIMDPipeline, elements
 
 
 class PNMArray(SIMDPipeline):

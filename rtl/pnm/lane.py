@@ -1,15 +1,8 @@
 """One DuoPD PNM SIMD lane (paper §4.2, Fig. 6): `width` FP16 MACs per cycle, MLP or attention mode per beat."""
-from amaranth.lib import data
 
-from ..fp.formats import FP16
 from .params import LaneParams
-from .simd import SIMDPipeline, control_fields, elements
-
-
-def lane_input(params: LaneParams) -> data.StructLayout:
-    """Operands `a` (activations / query) and `b` (weights / keys), element k of sublane s at s·sublane_width+k."""
-    operands = data.ArrayLayout(FP16.width, params.width)
-    return data.StructLayout({"a": operands, "b": operands, **control_fields()})
+from .ports import lane_input
+from .simd import SIMDPipeline, elements
 
 
 class PNMLane(SIMDPipeline):

@@ -1,16 +1,10 @@
 """Parameters of the DuoPD PNM SIMD lane and compute array (paper §4.2, §6.1)."""
 from dataclasses import dataclass
 
-from ..params import Params, require_port_bits
+from ..params import Params, require_at_least, require_port_bits, require_positive, require_power_of_two
 
 FP16_BITS = 16
 CONTROL_BITS = 3  # mode, clear, emit
-
-
-def _require_power_of_two(params: Params, field: str, minimum: int = 1) -> None:
-    value = getattr(params, field)
-    if value < minimum or value & (value - 1):
-        raise ValueError(f"{field}={value} must be a power of two ≥ {minimum}")
 
 
 @dataclass(frozen=True)
@@ -30,12 +24,11 @@ class LaneParams(Params):
     design_clock_hz: float = 1e9
 
     def validate(self) -> None:
-        _require_power_of_two(self, "width", 2)
-        _require_power_of_two(self, "sublane_width")
+        require_power_of_two(self, "width", 2)
+        require_power_of_two(self, "sublane_width")
         if self.sublane_width > self.width:
             raise ValueError(f"sublane_width={self.sublane_width} must divide width={self.width}")
-        if not self.design_clock_hz > 0:
-            raise ValueError(f"design_clock_hz={self.design_clock_hz} must be positive")
+        require_positive(self, "design_clock_hz")
         self._require_ports()
 
     def _require_ports(self) -> None:
@@ -58,8 +51,7 @@ class ArrayParams(LaneParams):
 
     def validate(self) -> None:
         super().validate()
-        if self.lanes < 1:
-            raise ValueError(f"lanes={self.lanes} must be at least 1")
+        require_at_least(self, "lanes", 1)
 
     def _require_ports(self) -> None:
         require_port_bits("i (memory, buffer)", (1 + self.lanes) * self.width * FP16_BITS + CONTROL_BITS,

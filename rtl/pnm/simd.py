@@ -12,7 +12,7 @@ sums or folds the dot product into the lane's FP32 accumulator.
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Shape, Signal, Value
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -21,6 +21,7 @@ from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
 from ..pipeline import Stages, Wires
 from .params import LaneParams
+from .ports import Mode, output_layout
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
@@ -39,23 +40,8 @@ class _Element(wiring.Component):
         m = Module()
         stages = Stages(m, self.advance)
         m.d.comb += self.result.eq(self._datapath(stages, self.a, self.b))
-        if stages.depth != self._stages:
-            raise AssertionError(f"{self._stages} stages stated, {stages.depth} built")
+        stages.require_depth(self._stages, self)
         return m
-
-
-class Mode(enum.Enum, shape=1):
-    """MLP: dot products of the whole lane, accumulated across beats. ATTENTION: one dot product per sublane."""
-
-    MLP = 0
-    ATTENTION = 1
-
-
-def control_fields() -> dict:
-    """Per-beat controls. `clear`: this MLP beat starts a new sum (the accumulator takes the beat's dot product
-    as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
-    beats ignore both, always emit, and leave the accumulators untouched."""
-    return {"mode": Mode, "clear": 1, "emit": 1}
 
 
 def elements(payload: data.View, *path: str | int) -> list[Value]:
@@ -70,17 +56,6 @@ def elements(payload: data.View, *path: str | int) -> list[Value]:
     size = Shape.cast(layout.elem_shape).width
     signal = Value.cast(payload)
     return [signal[offset + k * size:offset + (k + 1) * size] for k in range(layout.length)]
-
-
-def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
-    """`accumulator` is meaningful in MLP mode and `sublane_sums` in attention mode; the other is zero."""
-    accumulator = FP32.width if lanes is None else data.ArrayLayout(FP32.width, lanes)
-    sums = data.ArrayLayout(FP32.width, params.sublanes)
-    return data.StructLayout({
-        "mode": Mode,
-        "accumulator": accumulator,
-        "sublane_sums": sums if lanes is None else data.ArrayLayout(sums, lanes),
-    })
 
 
 def latency_of(params: LaneParams) -> int:
@@ -100,10 +75,14 @@ class SIMDPipeline(wiring.Component):
 
     def __init__(self, params: LaneParams, in_layout: data.StructLayout, lanes: int | None) -> None:
         self.params = params
-        self.latency = latency_of(params)
         self._lanes = 1 if lanes is None else lanes
         super().__init__({"i": In(stream.Signature(in_layout)),
                           "o": Out(stream.Signature(output_layout(params, lanes)))})
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a beat accepted on `i` to its output on `o` (every beat, both modes)."""
+        return latency_of(self.params)
 
     def operands(self, payload) -> list[tuple[list[Value], list[Value]]]:
         """For every lane, its `width` FP16 `a` and `b` operands (sublane s holds elements s·sublane_width…)."""
@@ -160,8 +139,7 @@ class SIMDPipeline(wiring.Component):
                 for lane in range(self._lanes) for s in range(self.params.sublanes)]
         out = beside(valid=c.valid & (c.attention | c.emit), mode=c.attention,
                      accumulator=Cat(*accumulators), sublane_sums=Cat(*sums))
-        if beside.depth != self.latency:
-            raise AssertionError(f"latency {self.latency} stated, {beside.depth} stages built")
+        beside.require_depth(self.latency, self)
 
         m.d.comb += [
             self.i.ready.eq(advance),

@@ -7,7 +7,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from rtl.dqb.params import DQBParams
-from rtl.dqb.tags import Kind, config_write, gpu_request, gpu_response
+from rtl.dqb.ports import Kind, config_write, gpu_request, gpu_response
 
 from .. import bench
 from ..models import checkpoints, pc_layout

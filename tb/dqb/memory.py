@@ -9,7 +9,7 @@ import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from rtl.dqb.params import DQBParams
-from rtl.dqb.tags import Kind, mc_request, mc_response
+from rtl.dqb.ports import Kind, mc_request, mc_response
 
 from .. import bench
 from ..models.dqb import beat_to_int, int_to_beat

@@ -88,18 +88,18 @@ class Harness:
             ("gpu_req", ports.gpu_request), ("gpu_resp", ports.gpu_response),
             ("pnm_instr", ports.pnm_instruction), ("completion", ports.completion),
             ("mc_req", ports.mc_request), ("mc_resp", ports.mc_response), ("buf_rd", ports.buffer_read),
-            ("buf_rdata", ports.buffer_read_data), ("buf_wr", ports.buffer_write), ("cfg", ports.config_write))}
+            ("buf_rdata", ports.buffer_read_data), ("buf_wr", ports.buffer_write), ("config", ports.config_write))}
         self.sources = {name: bench.source(dut, name) for name in ("gpu_req", "pnm_instr", "mc_resp",
-                                                                   "buf_rdata", "cfg")}
+                                                                   "buf_rdata", "config")}
         self.sinks = {name: bench.sink(dut, name) for name in ("gpu_resp", "completion", "mc_req", "buf_rd",
                                                                "buf_wr")}
         self.probes = {name: bench.HandshakeProbe(dut, name)
                        for name in ("gpu_req", "pnm_instr", "mc_req", "gpu_resp", "buf_wr", "completion")}
         self.cycle = CycleCounter(dut.clk)
         self.mc_latency, self.reorder_spread = mc_latency, reorder_spread
-        self.buffer_rows = 2 ** p.buffer_addr_width
+        self.buffer_rows = 2 ** p.buffer_address_bits
         self.regions: list[tuple[int, int]] = [(0, 0)] * p.protected_regions
-        self.memory_size = 2 ** p.addr_width
+        self.memory_size = 2 ** p.address_bits
         self.new_phase()
         cocotb.start_soon(self._memory_controller())
         cocotb.start_soon(self._responder())
@@ -125,11 +125,11 @@ class Harness:
         while True:
             request = unpack(self.layout["mc_req"], int((await self.sinks["mc_req"].recv()).payload))
             self.mc_log.append(request)
-            block = request["addr"]
+            block = request["address"]
             old = memory.get(block)
             if old is None:
-                old = model.block_data(block, self.p.data_width)[0]
-            if request["write"]:
+                old = model.block_data(block, self.p.data_bits)[0]
+            if request["is_write"]:
                 bytes_mask = sum(0xFF << (8 * b) for b in range(request_bytes) if request["mask"] >> b & 1)
                 memory[block] = (old & ~bytes_mask) | (request["data"] & bytes_mask)
                 data = 0
@@ -157,7 +157,7 @@ class Harness:
 
     def buffer_data(self, row: int) -> int:
         """What the PNM buffer holds in a row a store reads (rows and blocks get different contents)."""
-        return model.block_data(row + (1 << 40), self.p.data_width)[0]
+        return model.block_data(row + (1 << 40), self.p.data_bits)[0]
 
     def pause_everything(self, probability: float) -> None:
         for port in (*self.sources.values(), *self.sinks.values()):
@@ -166,8 +166,8 @@ class Harness:
     # ---- configuration ------------------------------------------------------------------------------
     async def configure(self, reg: int, value: int) -> None:
         """A register write; it takes effect before the next request the bench offers afterwards."""
-        await self.sources["cfg"].send(bench.StreamTransaction(payload=pack(self.layout["cfg"], reg=reg, value=value)))
-        await self.sources["cfg"].wait()
+        await self.sources["config"].send(bench.StreamTransaction(payload=pack(self.layout["config"], reg=reg, value=value)))
+        await self.sources["config"].wait()
         await ClockCycles(self.dut.clk, 2)
         if reg == REG_MEMORY_SIZE:
             self.memory_size = value
@@ -193,10 +193,10 @@ class Harness:
         write = self.rng.random() < 0.3 if write is None else write
         lo, hi = GPU_WRITE_SPACE if write else GPU_READ_SPACE
         rb = self.p.request_bytes
-        return {"addr": self.rng.randrange(lo // rb, hi // rb), "write": int(write),
+        return {"address": self.rng.randrange(lo // rb, hi // rb), "is_write": int(write),
                 "mask": self.rng.getrandbits(rb) if write else (1 << rb) - 1,
-                "data": self.rng.getrandbits(self.p.data_width) if write else 0,
-                "id": len(self.offered.gpu) % (1 << self.p.id_width)}
+                "data": self.rng.getrandbits(self.p.data_bits) if write else 0,
+                "id": len(self.offered.gpu) % (1 << self.p.id_bits)}
 
     def offer_gpu(self, request: dict) -> None:
         self.offered.gpu.append((self.cycle.now, request))
@@ -215,7 +215,7 @@ class Harness:
         else:
             dest, self.load_row = self.load_row, self.load_row + rows
         return model.Instruction(base=base, size=size, dest=dest, store=store,
-                                 id=len(self.offered.pnm) % (1 << self.p.id_width))
+                                 id=len(self.offered.pnm) % (1 << self.p.id_bits))
 
     def offer_pnm(self, instr: model.Instruction) -> None:
         self.offered.pnm.append((self.cycle.now, instr))
@@ -245,7 +245,7 @@ class Harness:
         return [unpack(self.layout[port], int(sink.recv_nowait().payload)) for _ in range(sink.count())]
 
     def is_gpu(self, mc_request: dict) -> bool:
-        return mc_request["addr"] * self.p.request_bytes >= GPU_READ_SPACE[0]
+        return mc_request["address"] * self.p.request_bytes >= GPU_READ_SPACE[0]
 
     def check(self) -> dict[str, int]:
         """The scoreboard; call after `drain` with the configuration the instructions were offered under."""
@@ -254,7 +254,7 @@ class Harness:
         mc = self.mc_log
         mc_gpu = [r for r in mc if self.is_gpu(r)]
         mc_pnm = [r for r in mc if not self.is_gpu(r)]
-        fields = ("addr", "write", "mask", "data")
+        fields = ("address", "is_write", "mask", "data")
         seen, sent = ([tuple(r[f] for f in fields) for r in rs] for rs in (mc_gpu, gpu_sent))
         assert seen == sent, (f"the memory controller saw {len(seen)} GPU requests for {len(sent)} sent; first "
                               f"difference at {_first_difference(seen, sent)}")
@@ -266,12 +266,12 @@ class Harness:
             waiting.setdefault(r["id"], []).append(r)
         for got in responses:
             candidates = waiting.get(got["id"], [])
-            match = next((r for r in candidates if r["addr"] == got["addr"] and r["write"] == got["write"]), None)
+            match = next((r for r in candidates if r["address"] == got["address"] and r["is_write"] == got["is_write"]), None)
             assert match is not None, f"GPU response {got} answers no outstanding request"
             candidates.remove(match)
-            if not got["write"]:
-                assert got["data"] == model.block_data(got["addr"], self.p.data_width)[0], \
-                    f"GPU read of block {got['addr']:#x}: wrong data"
+            if not got["is_write"]:
+                assert got["data"] == model.block_data(got["address"], self.p.data_bits)[0], \
+                    f"GPU read of block {got['address']:#x}: wrong data"
 
         expected_pnm, expected_buffer, expected_completions, load_rows = [], [], [], {}
         for _, instr in self.offered.pnm:
@@ -284,16 +284,16 @@ class Harness:
                 data = self.buffer_data(sub.row) if instr.store else None
                 expected_pnm.append((sub.block, int(instr.store), sub.mask, data))
                 if not instr.store:
-                    expected_buffer.append((sub.row, model.block_data(sub.block, self.p.data_width)[0], sub.mask))
+                    expected_buffer.append((sub.row, model.block_data(sub.block, self.p.data_bits)[0], sub.mask))
                     load_rows[sub.row] = instr.dest
-        got_pnm = [(r["addr"], r["write"], r["mask"], r["data"] if r["write"] else None) for r in mc_pnm]
+        got_pnm = [(r["address"], r["is_write"], r["mask"], r["data"] if r["is_write"] else None) for r in mc_pnm]
         assert got_pnm == expected_pnm, (
             f"PNM memory requests differ from the accepted instructions' ({len(got_pnm)} seen, "
             f"{len(expected_pnm)} expected; first difference at {_first_difference(got_pnm, expected_pnm)})")
         for r in mc:
-            assert not (r["write"] and any(lo <= r["addr"] * rb < hi for lo, hi in self.regions if lo < hi)) \
-                or self.is_gpu(r), f"a PNM write reached protected block {r['addr']:#x}"
-            assert (r["addr"] + 1) * rb <= self.memory_size or self.is_gpu(r), "a PNM access beyond memory"
+            assert not (r["is_write"] and any(lo <= r["address"] * rb < hi for lo, hi in self.regions if lo < hi)) \
+                or self.is_gpu(r), f"a PNM write reached protected block {r['address']:#x}"
+            assert (r["address"] + 1) * rb <= self.memory_size or self.is_gpu(r), "a PNM access beyond memory"
 
         writes = self.received("buf_wr")
         assert sorted((w["row"], w["data"], w["mask"]) for w in writes) == sorted(expected_buffer), \

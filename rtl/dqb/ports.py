@@ -1,0 +1,61 @@
+"""Payload layouts of the DQB's stream ports and of the tag history stream between its parts."""
+from amaranth.lib import data, enum
+from amaranth.utils import ceil_log2
+
+from .params import DQBParams
+
+
+class Kind(enum.Enum, shape=2):
+    """What a memory-controller read is for; S/Z fills are visible as such on `mc_req`."""
+    GPU = 0
+    SCALE = 1
+    ZERO = 2
+
+
+def log2_width_bits(params: DQBParams) -> int:
+    return ceil_log2(params.address_bits + 1)
+
+
+def line_bits(params: DQBParams) -> int:
+    return max(1, ceil_log2(params.sz_lines))
+
+
+def gpu_request(params: DQBParams) -> data.StructLayout:
+    return data.StructLayout({"address": params.address_bits, "tag": params.tag_bits, "is_write": 1,
+                              "data": params.interface_bits})
+
+
+def mc_request(params: DQBParams) -> data.StructLayout:
+    return data.StructLayout({"address": params.address_bits, "is_write": 1, "kind": Kind,
+                              "data": params.interface_bits})
+
+
+def mc_response(params: DQBParams) -> data.StructLayout:
+    return data.StructLayout({"data": params.interface_bits})
+
+
+def gpu_response(params: DQBParams) -> data.StructLayout:
+    return data.StructLayout({"data": params.interface_bits, "error": 1})
+
+
+def config_write(params: DQBParams) -> data.StructLayout:
+    """One whole layer entry; `enable=0` clears it."""
+    return data.StructLayout({
+        "index": max(1, ceil_log2(params.table_entries)),
+        "weight_base": params.address_bits, "weight_size": params.address_bits,
+        "scale_base": params.address_bits, "zero_base": params.address_bits,
+        "log2_group_width": log2_width_bits(params), "enable": 1,
+    })
+
+
+def history_entry(params: DQBParams) -> data.StructLayout:
+    """One outstanding memory read, in request order: what its data is for when it returns.
+
+    A fill names its S/Z line; a GPU read carries its tag, whether it missed the table, the S/Z lines its
+    groups are in, and what the datapath needs to find each element's group.
+    """
+    return data.StructLayout({
+        "kind": Kind, "tag": params.tag_bits, "table_miss": 1,
+        "scale_line": line_bits(params), "zero_line": line_bits(params),
+        "offset": params.address_bits, "log2_group_width": log2_width_bits(params),
+    })

@@ -1,8 +1,8 @@
 """The one payload packer of the benches: named fields to and from the flat integer a stream port carries,
 at the offsets and widths its Amaranth layout states (benches never shift bits by hand).
 
-A field is a plain shape (an integer) or an `ArrayLayout` of them, nested to any depth (a numpy array of
-that shape). `pack_many`/`unpack_many` do a whole stream of beats at once through a bit matrix, so a
+A field is a plain shape (an integer), an `ArrayLayout` of them nested to any depth (a numpy array of
+that shape), or a nested struct/union taken whole as one integer. `pack_many`/`unpack_many` do a whole stream of beats at once through a bit matrix, so a
 16,384-bit PNM beat costs no Python loop over its elements."""
 from dataclasses import dataclass
 
@@ -29,8 +29,8 @@ def _field(shape, offset: int) -> Field:
         if inner.element_bits > 64:
             raise TypeError("array elements wider than 64 bits are not supported")
         return Field(offset, (shape.length, *inner.dims), inner.element_bits)
-    if isinstance(shape, data.Layout):
-        raise TypeError(f"nested {type(shape).__name__} fields are not supported: flatten them into the struct")
+    if isinstance(shape, data.Layout):  # a nested struct or union: one opaque integer (e.g. a tag echoed back)
+        return Field(offset, (), shape.size)
     return Field(offset, (), Shape.cast(shape).width)
 
 

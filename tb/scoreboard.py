@@ -11,6 +11,7 @@ from typing import Any
 import cocotb
 from cocotb.triggers import ClockCycles, Event, First
 
+from . import bench
 from .bench import CycleCounter, StreamSink
 
 log = logging.getLogger(__name__)
@@ -107,3 +108,19 @@ class Scoreboard:
 def describe_head(queue: deque) -> str:
     expected, inputs = queue[0]
     return f"{show(expected)} from inputs {inputs}"
+
+
+class StreamHarness:
+    """A one-input, one-output unit (`i` → `o`) between a stream source and a sink the scoreboard watches."""
+
+    def __init__(self, dut, **port_options) -> None:
+        self.dut = dut
+        self.src, self.snk = bench.source(dut, "i"), bench.sink(dut, "o")
+        self.board = Scoreboard(bench.CycleCounter(dut.clk))
+        self.board.add_port("o", self.snk, **port_options)
+
+    async def run(self, payloads, expected, inputs) -> None:
+        """Send `payloads`, and wait until every expected output has arrived, each checked as it came."""
+        self.board.expect("o", expected, inputs)
+        cocotb.start_soon(bench.send_all(self.src, payloads))
+        await self.board.drained()

@@ -6,111 +6,14 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from rtl.dqb.params import DQBParams
-from rtl.dqb.ports import Kind, config_write, gpu_request, gpu_response
+from rtl.dqb.ports import Kind
 
 from .. import bench
 from ..models import checkpoints, pc_layout
 from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
-from .fields import Fields
-from .memory import MemoryController
+from .harness import MODE_NAMES, Harness, count_checked, params
 from .stimulus import Operation, Scenario, expected_responses, random_operations, random_scenario
-
-ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
-
-MODE_NAMES = {golden.BYPASS_TAG: "bypass", golden.RESERVED_TAG: "reserved",
-              **{tag: f"{m.weight}_{m.output}" for tag, m in golden.MODES.items()}}
-
-
-def params() -> DQBParams:
-    return DQBParams(**bench.config()["params"])
-
-
-class Harness:
-    """The DQB between a GPU (request source, response sink) and a memory controller model."""
-
-    def __init__(self, dut, image: np.ndarray, rng: random.Random, latency=(8, 8), memory_stalls=0.0,
-                 request_gaps=0.0, response_stalls=0.0) -> None:
-        self.dut, self.p = dut, params()
-        self.memory = MemoryController(dut, self.p, image, rng, latency, memory_stalls)
-        self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
-        self.config = bench.source(dut, "config")
-        if request_gaps:
-            self.requests.set_pause_generator(bench.random_pauses(rng, request_gaps))
-        if response_stalls:
-            self.responses.set_pause_generator(bench.random_pauses(rng, response_stalls))
-        self.request_fields, self.response_fields = Fields(gpu_request(self.p)), Fields(gpu_response(self.p))
-        self.config_fields = Fields(config_write(self.p))
-
-    async def program(self, entries: list[LayerEntry]) -> None:
-        for index, e in enumerate(entries):
-            await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
-                index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
-                zero_base=e.zero_base, log2_group_width=e.log2_group_width, enable=1)))
-        await self.config.wait()
-
-    async def send(self, ops: list[Operation]) -> None:
-        for op in ops:
-            payload = self.request_fields.pack(address=op.address, tag=op.tag, is_write=op.store is not None,
-                                               data=op.store or 0)
-            await self.requests.send(bench.StreamTransaction(payload=payload))
-
-    async def receive(self, beats: int) -> list[tuple[int, bool]]:
-        got = []
-        for _ in range(beats):
-            fields = self.response_fields.unpack(int((await self.responses.recv()).payload))
-            got.append((fields["data"], bool(fields["error"])))
-        return got
-
-    async def run(self, ops: list[Operation], expected: list[Response]) -> int:
-        """Send `ops`, check every response beat against `expected`; returns the elements compared."""
-        cocotb.start_soon(self.send(ops))
-        beats = [(beat, r.error) for r in expected for beat in r.beats]
-        got = await self.receive(len(beats))
-        check(got, beats, [op for op in ops if op.store is None], expected)
-        return count_checked(sum(len(r.beats) for r in expected) * self.p.lanes)
-
-    async def idle(self, cycles: int = 30) -> None:
-        """Nothing more comes out: no duplicated or invented beats."""
-        self.responses.pause = False
-        await ClockCycles(self.dut.clk, cycles)
-        assert self.responses.empty() and self.dut.gpu_resp__valid.value == 0, "a beat beyond the expected ones"
-
-    async def restart(self, image: np.ndarray) -> None:
-        """Reset the DQB and give the memory controller a new image (one DQB, the next PC or layout)."""
-        self.requests.clear()
-        await bench.reset(self.dut)
-        self.memory.clear()
-        self.memory.image = np.array(image, dtype=np.uint8)
-        self.memory.requests.clear()
-        self.responses.clear()
-
-
-
-def count_checked(elements: int) -> int:
-    ELEMENTS_CHECKED[0] += elements
-    bench.record(vectors_checked=ELEMENTS_CHECKED[0])
-    return elements
-
-
-def check(got: list[tuple[int, bool]], beats: list[tuple[int, bool]], reads: list[Operation],
-          expected: list[Response]) -> None:
-    assert len(got) == len(beats)
-    if got == beats:
-        return
-    first = next(i for i, (g, e) in enumerate(zip(got, beats)) if g != e)
-    read, seen = 0, 0
-    while seen + len(expected[read].beats) <= first:
-        seen += len(expected[read].beats)
-        read += 1
-    op = reads[read]
-    bad = sum(g != e for g, e in zip(got, beats))
-    raise AssertionError(
-        f"{bad} of {len(beats)} response beats differ; first: beat {first - seen} of read {read} "
-        f"(address {op.address:#x}, {MODE_NAMES[op.tag]}): got {got[first][0]:#x} error={got[first][1]}, "
-        f"expected {beats[first][0]:#x} error={beats[first][1]}")
-
 
 def _scenario(seed: int, layers: int = 4) -> Scenario:
     return random_scenario(np.random.default_rng(seed), params().beat_bytes, layers)
@@ -128,9 +31,10 @@ async def every_mode_and_error(dut):
            for beat in (0, 1, e.weight_size // p.beat_bytes - 1)]
     ops += [Operation(scenario.scratch, tag) for tag in range(8)]
     expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
-    checked = await h.run(ops, expected)
+    checked = await h.checked(ops, expected)
     await h.idle()
-    assert [r.address for r in h.memory.reads(Kind.GPU)] == [op.address for op in ops], "reads not forwarded"
+    assert [r["address"] for r in h.memory.reads(kind=Kind.GPU.value)] == [op.address for op in ops], \
+        "reads not forwarded"
     bench.record(directed_vectors=checked)
 
 
@@ -147,12 +51,13 @@ async def random_traffic_under_back_pressure(dut):
     await h.program(scenario.entries)
     ops = random_operations(rng, scenario, p.beat_bytes, 600)
     expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
-    checked = await h.run(ops, expected)
+    checked = await h.checked(ops, expected)
     await h.idle()
     stores = [(op.address, op.store) for op in ops if op.store is not None]
-    assert [(r.address, r.data) for r in h.memory.requests if r.is_write] == stores, "stores changed or lost"
-    assert all(r.kind == Kind.GPU for r in h.memory.requests if r.is_write)
-    assert (h.memory.image == final_image).all()
+    assert [(r["address"], r["data"]) for r in h.memory.requests if r["is_write"]] == stores, "stores changed or lost"
+    assert all(r["kind"] == Kind.GPU.value for r in h.memory.requests if r["is_write"])
+    assert all(data == golden.beat_to_int(final_image[address:address + p.beat_bytes])
+               for address, data in h.memory.contents.written.items()), "memory differs after the stores"
     bench.record(random_vectors=checked, random_reads=len(expected), random_stores=len(stores))
 
 
@@ -165,16 +70,17 @@ async def reset_mid_traffic(dut):
     h = Harness(dut, scenario.image, random.Random(3), latency=(5, 30), response_stalls=0.3)
     await h.program(scenario.entries)
     ops = random_operations(np.random.default_rng(3), scenario, p.beat_bytes, 200, store_probability=0)
+    h.expect(ops, expected_responses(scenario, ops, p.rounding, p.interface_bits)[0])  # those before the reset
     cocotb.start_soon(h.send(ops))
     await ClockCycles(dut.clk, 60)
     await h.restart(scenario.image)
     assert dut.gpu_resp__valid.value == 0 and dut.mc_req__valid.value == 0, "not idle after reset"
     table_miss = [Operation(scenario.entries[0].weight_base, 0b101)]
-    await h.run(table_miss, [Response((0, 0), True)])  # the table was cleared too
+    await h.checked(table_miss, [Response((0, 0), True)])  # the table was cleared too
     await h.program(scenario.entries)
     ops = random_operations(np.random.default_rng(4), scenario, p.beat_bytes, 200, store_probability=0)
     expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
-    await h.run(ops, expected)
+    await h.checked(ops, expected)
     await h.idle()
 
 
@@ -195,7 +101,7 @@ async def unusable_entry_is_a_table_miss(dut):
     data = [golden.beat_to_int(scenario.image[op.address:op.address + p.beat_bytes]) for op in ops]
     expected = [Response((d,), False) if op.tag == 0 else Response((0,) * golden.MODES[op.tag].expansion, True)
                 for op, d in zip(ops, data)]
-    await h.run(ops, expected)
+    await h.checked(ops, expected)
 
 
 @cocotb.test()
@@ -233,8 +139,8 @@ async def checkpoints_end_to_end(dut):
             await h.program(layout.entries(pc))
             reads = layout.reads(pc, 0)
             tag = golden.tag_of("int4", "fp16")
-            cocotb.start_soon(h.send([Operation(a, tag) for a in reads]))
-            got = await h.receive(len(reads) * 4)
+            # Checked after reassembly against the format's own reference, not beat by beat.
+            got = await h.run([Operation(a, tag) for a in reads], None, beats_each=4)
             assert not any(error for _, error in got), f"{name}: error responses"
             responses.append([data for data, _ in got])
         out = layout.reassemble(0, responses, p.interface_bits)
@@ -244,12 +150,13 @@ async def checkpoints_end_to_end(dut):
     bench.record(checkpoint_vectors=checked)
 
 
-async def _isolated_read(h: Harness, op: Operation, beats: int, accepted, data_in, delivered) -> tuple[int, int]:
+async def _isolated_read(h: Harness, scenario: Scenario, op: Operation, accepted, data_in,
+                         delivered) -> tuple[int, int]:
     """(memory data in → first beat out, GPU request accepted → first beat out) of one read on an idle DQB."""
-    cocotb.start_soon(h.send([op]))
-    await h.receive(beats)
+    expected, _ = expected_responses(scenario, [op], h.p.rounding, h.p.interface_bits)
+    await h.checked([op], expected)
     await ClockCycles(h.dut.clk, 4)
-    first_out = delivered.cycles[-beats]
+    first_out = delivered.cycles[-len(expected[0].beats)]
     return first_out - data_in.cycles[-1], first_out - accepted.cycles[-1]
 
 
@@ -277,13 +184,13 @@ async def timing_figures(dut):
 
     latency, rates, memory_rates, gaps, checked = {}, {}, {}, {}, 0
     for tag in range(8):
-        n_out = 1 if tag in (golden.BYPASS_TAG, golden.RESERVED_TAG) else golden.MODES[tag].expansion
-        latency[MODE_NAMES[tag]], _ = await _isolated_read(h, Operation(0, tag), n_out, accepted, data_in, delivered)
+        latency[MODE_NAMES[tag]], _ = await _isolated_read(h, scenario, Operation(0, tag), accepted, data_in,
+                                                           delivered)
         ops = [Operation(b * p.beat_bytes, tag) for b in range(beats)]
         expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
-        checked += await h.run(ops, expected)  # warms the S/Z buffer
+        checked += await h.checked(ops, expected)  # warms the S/Z buffer
         start, memory_start = len(delivered.cycles), len(data_in.cycles)
-        checked += await h.run(ops, expected)  # every S/Z access hits
+        checked += await h.checked(ops, expected)  # every S/Z access hits
         cycles = delivered.cycles[start:]
         rates[MODE_NAMES[tag]] = round((len(cycles) - 1) / (cycles[-1] - cycles[0]), 4)
         # Memory beats taken per cycle over the same stream: its beats over the response beats' span.
@@ -295,9 +202,9 @@ async def timing_figures(dut):
     # S/Z miss penalty: the same isolated INT8 read with its scale and zero beats cold, then cached.
     await h.program([entry])  # any configuration write empties the S/Z buffer
     miss_reads = len(h.memory.reads())
-    _, cold = await _isolated_read(h, Operation(0, 0b101), 2, accepted, data_in, delivered)
+    _, cold = await _isolated_read(h, scenario, Operation(0, 0b101), accepted, data_in, delivered)
     assert len(h.memory.reads()) - miss_reads == 3, "a cold read should fetch one scale and one zero beat"
-    _, warm = await _isolated_read(h, Operation(0, 0b101), 2, accepted, data_in, delivered)
+    _, warm = await _isolated_read(h, scenario, Operation(0, 0b101), accepted, data_in, delivered)
     for probe in (accepted, data_in, delivered):
         probe.stop()
     assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
@@ -330,9 +237,9 @@ async def sz_traffic_of_streaming_layers(dut):
             ops = [Operation(a, tag) for a in layout.reads(0, 0)]
             scenario = Scenario(layout.images[0], layout.entries(0), 0)
             expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
-            checked += await h.run(ops, expected)
-            weight_reads = len(h.memory.reads(Kind.GPU))
-            fills = len(h.memory.reads(Kind.SCALE)) + len(h.memory.reads(Kind.ZERO))
+            checked += await h.checked(ops, expected)
+            weight_reads = len(h.memory.reads(kind=Kind.GPU.value))
+            fills = len(h.memory.reads(kind=Kind.SCALE.value)) + len(h.memory.reads(kind=Kind.ZERO.value))
             fraction = fills / (fills + weight_reads)
             expected_fraction = pc_layout.sz_read_fraction(bits, group_size)
             assert abs(fraction - expected_fraction) < 1e-9, \

@@ -13,7 +13,7 @@ from rtl.registry import BLOCKS
 
 from .. import bench
 from ..models.fp import mismatches
-from ..scoreboard import Scoreboard
+from ..scoreboard import StreamHarness
 from .stimulus import Case, case
 
 STREAM_BEATS = 256  # beats of an uninterrupted stream when measuring the initiation interval
@@ -32,22 +32,14 @@ def _case(seed: int) -> Case:
     return c
 
 
-class Harness:
-    """The unit between a stream source and a sink whose every beat the scoreboard checks on arrival (bit-exact,
-    any NaN matching a NaN reference)."""
+def _harness(dut, output_format: str) -> StreamHarness:
+    """Every result checked on arrival: bit-exact, any NaN matching a NaN reference."""
+    return StreamHarness(dut, compare=lambda got, expected: got == expected or not len(
+        mismatches(np.array([got]), np.array([expected]), output_format)))
 
-    def __init__(self, dut, output_format: str) -> None:
-        self.dut = dut
-        self.src, self.snk = bench.source(dut, "i"), bench.sink(dut, "o")
-        self.board = Scoreboard(bench.CycleCounter(dut.clk))
-        self.board.add_port("o", self.snk, compare=lambda got, expected: got == expected or not len(
-            mismatches(np.array([got]), np.array([expected]), output_format)))
 
-    async def run(self, inputs: np.ndarray, expected: np.ndarray) -> None:
-        """Send `inputs`, and wait until every expected result has arrived, each checked as it came."""
-        self.board.expect("o", expected.tolist(), inputs.tolist())
-        cocotb.start_soon(bench.send_all(self.src, inputs))
-        await self.board.drained()
+async def _run(h: StreamHarness, inputs: np.ndarray, expected: np.ndarray) -> None:
+    await h.run(inputs, expected.tolist(), inputs.tolist())
 
 
 @cocotb.test()
@@ -57,13 +49,13 @@ async def latency_and_initiation_interval(dut):
     await bench.start(dut)
     c = _case(seed=1)
     inputs, expected = np.resize(c.inputs, STREAM_BEATS), np.resize(c.expected, STREAM_BEATS)
-    h = Harness(dut, c.output_format)
+    h = _harness(dut, c.output_format)
     accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
 
-    await h.run(inputs[:1], expected[:1])
+    await _run(h, inputs[:1], expected[:1])
     latency = delivered.cycles[0] - accepted.cycles[0]
 
-    await h.run(inputs, expected)
+    await _run(h, inputs, expected)
     await RisingEdge(dut.clk)
     accepted.stop()
     delivered.stop()
@@ -83,7 +75,7 @@ async def bit_exact(dut):
     """Every vector at full rate, compared bit for bit with the golden model."""
     await bench.start(dut)
     c = _case(seed=2)
-    await Harness(dut, c.output_format).run(c.inputs, c.expected)
+    await _run(_harness(dut, c.output_format), c.inputs, c.expected)
     bench.record(vectors_checked=len(c.inputs))
 
 
@@ -96,10 +88,10 @@ async def random_back_pressure(dut):
     pick = np.random.default_rng(3).choice(len(c.inputs), min(BACK_PRESSURE_VECTORS, len(c.inputs)),
                                            replace=False)
     inputs, expected = c.inputs[pick], c.expected[pick]
-    h = Harness(dut, c.output_format)
+    h = _harness(dut, c.output_format)
     h.src.set_pause_generator(bench.random_pauses(rng, 0.3))
     h.snk.set_pause_generator(bench.random_pauses(rng, 0.5))
-    await h.run(inputs, expected)
+    await _run(h, inputs, expected)
     await h.board.idle(dut.o__valid)
     bench.record(back_pressure_vectors=len(inputs))
 
@@ -109,7 +101,7 @@ async def reset_mid_stream(dut):
     """A reset while beats are in flight empties the pipeline; the stream after it is exact."""
     await bench.start(dut)
     c = _case(seed=4)
-    h = Harness(dut, c.output_format)
+    h = _harness(dut, c.output_format)
     h.snk.pause = True
     await bench.send_all(h.src, c.inputs[:8])
     await ClockCycles(dut.clk, 8)
@@ -118,4 +110,4 @@ async def reset_mid_stream(dut):
     assert dut.o__valid.value == 0, "output valid right after reset"
     h.snk.clear()
     h.snk.pause = False
-    await h.run(c.inputs[8:200], c.expected[8:200])
+    await _run(h, c.inputs[8:200], c.expected[8:200])

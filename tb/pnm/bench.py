@@ -14,6 +14,7 @@ from rtl.registry import BLOCKS
 
 from .. import bench
 from ..models import fp, pnm
+from ..scoreboard import StreamHarness
 from .stimulus import Beats, Layout, directed
 
 TIMING_BEATS = 512  # an uninterrupted stream for the II and the sustained operand rate
@@ -31,31 +32,37 @@ def _setup() -> tuple[int, Layout]:
     return latency_of(params), Layout(cfg["block"], params)
 
 
-def _ends(dut) -> tuple[bench.StreamSource, bench.StreamSink]:
-    """The test's only driver of `i` and only receiver of `o`."""
-    return bench.source(dut, "i"), bench.sink(dut, "o")
+def _harness(dut, layout: Layout) -> StreamHarness:
+    """The test's only driver of `i` and only receiver of `o`; every output beat checked on arrival."""
+    def matches(got: tuple, want: pnm.Output) -> bool:
+        mode, accumulator, sums = got
+        return mode == want.mode and not len(fp.mismatches(accumulator, want.accumulator, "fp32")) \
+            and not len(fp.mismatches(sums.ravel(), want.sublane_sums.ravel(), "fp32"))
+
+    def describe(beat) -> str:
+        mode, accumulator, sums = (beat.mode, beat.accumulator, beat.sublane_sums) if isinstance(beat, pnm.Output) \
+            else beat
+        return (f"mode {mode}, accumulators {[hex(v) for v in np.ravel(accumulator)]}, "
+                f"sublane sums {[hex(v) for v in np.ravel(sums)]}")
+    return StreamHarness(dut, decode=layout.unpack, compare=matches, describe=describe)
 
 
-async def _run(ends, layout: Layout, beats: Beats) -> list[int]:
-    """Drive the beats, collect as many output beats as the golden model expects, and compare them."""
-    src, snk = ends
-    expected = layout.expected(beats)
-    cocotb.start_soon(bench.send_all(src, layout.pack(beats)))
-    got = await bench.receive(snk, len(expected))
-    _check(layout, got, expected)
-    return got
+def _sources(beats: Beats) -> list[str]:
+    """For each output beat, the input beats that produced it: one attention beat, or an MLP sum."""
+    sources, start = [], 0
+    for k in range(len(beats)):
+        if beats.mode[k] == pnm.ATTENTION:
+            sources.append(f"input beat {k} (attention)")
+            continue
+        start = k if beats.clear[k] else start
+        if beats.emit[k]:
+            sources.append(f"MLP sum of input beats {start} to {k}")
+    return sources
 
 
-def _check(layout: Layout, got: list[int], expected: list[pnm.Output]) -> None:
-    assert len(got) == len(expected)
-    for index, (payload, want) in enumerate(zip(got, expected)):
-        mode, accumulator, sums = layout.unpack(payload)
-        bad = [len(fp.mismatches(accumulator, want.accumulator, "fp32")),
-               len(fp.mismatches(sums.ravel(), want.sublane_sums.ravel(), "fp32"))]
-        assert mode == want.mode and not any(bad), (
-            f"output beat {index}: mode {mode} (expected {want.mode}), accumulators "
-            f"{[hex(v) for v in accumulator]} (expected {[hex(v) for v in want.accumulator]}), sublane sums "
-            f"{[hex(v) for v in sums.ravel()]} (expected {[hex(v) for v in want.sublane_sums.ravel()]})")
+async def _run(h: StreamHarness, layout: Layout, beats: Beats) -> None:
+    """Drive the beats; every output beat the golden model expects is checked as it arrives."""
+    await h.run(layout.pack(beats), layout.expected(beats), _sources(beats))
 
 
 @cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
@@ -65,19 +72,19 @@ async def latency_and_initiation_interval(dut):
     latency_stated, layout = _setup()
     await bench.start(dut)
     rng = np.random.default_rng(1)
-    ends = _ends(dut)
+    h = _harness(dut, layout)
     accepted, delivered = bench.HandshakeProbe(dut, "i", payloads=True), bench.HandshakeProbe(dut, "o")
     latency = {}
     for name, mode in (("mlp", pnm.MLP), ("attention", pnm.ATTENTION)):
         one = layout.random(rng, 1, attention_share=float(mode))
-        await _run(ends, layout, one)
+        await _run(h, layout, one)
         latency[name] = delivered.cycles[-1] - accepted.cycles[-1]
 
     stream = layout.random(rng, TIMING_BEATS, attention_share=0.0)
     stream.clear[:] = np.arange(TIMING_BEATS) % 8 == 0
     stream.emit[:] = np.arange(TIMING_BEATS) % 8 == 7
     first = len(accepted.cycles)
-    await _run(ends, layout, stream)
+    await _run(h, layout, stream)
     await RisingEdge(dut.clk)
     accepted.stop()
     delivered.stop()
@@ -114,7 +121,7 @@ async def bit_exact(dut):
     long.emit[:] = mlp & (np.arange(LONG_ACCUMULATION) % 50 == 49)
     long.emit[np.flatnonzero(mlp)[-1]] = 1
     beats = directed(layout, rng) + layout.random(rng, RANDOM_BEATS) + long
-    await _run(_ends(dut), layout, beats)
+    await _run(_harness(dut, layout), layout, beats)
     bench.record(vectors_checked=len(beats))
 
 
@@ -124,13 +131,12 @@ async def random_back_pressure(dut):
     _, layout = _setup()
     await bench.start(dut)
     beats = layout.random(np.random.default_rng(3), BACK_PRESSURE_BEATS)
-    src, snk = _ends(dut)
+    h = _harness(dut, layout)
     rng = random.Random(3)
-    src.set_pause_generator(bench.random_pauses(rng, 0.3))
-    snk.set_pause_generator(bench.random_pauses(rng, 0.5))
-    await _run((src, snk), layout, beats)
-    await ClockCycles(dut.clk, 2 * layout.params.width)
-    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
+    h.src.set_pause_generator(bench.random_pauses(rng, 0.3))
+    h.snk.set_pause_generator(bench.random_pauses(rng, 0.5))
+    await _run(h, layout, beats)
+    await h.board.idle(dut.o__valid, cycles=2 * layout.params.width)
     bench.record(back_pressure_vectors=len(beats))
 
 
@@ -141,18 +147,18 @@ async def reset_mid_stream(dut):
     _, layout = _setup()
     await bench.start(dut)
     rng = np.random.default_rng(4)
-    src, snk = _ends(dut)
-    snk.pause = True
-    await bench.send_all(src, layout.pack(layout.random(rng, 12)))
+    h = _harness(dut, layout)
+    h.snk.pause = True
+    await bench.send_all(h.src, layout.pack(layout.random(rng, 12)))
     await ClockCycles(dut.clk, 4)
-    src.clear()
+    h.src.clear()
     await bench.reset(dut)
     assert dut.o__valid.value == 0, "output valid right after reset"
-    snk.clear()
-    snk.pause = False
+    h.snk.clear()
+    h.snk.pause = False
     after = layout.random(rng, 100)
     after.clear[np.flatnonzero(after.mode == pnm.MLP)[0]] = 0
-    await _run((src, snk), layout, after)
+    await _run(h, layout, after)
     bench.record()  # cycles_simulated then covers every test
 
 
@@ -189,14 +195,14 @@ async def utilization(dut):
     _, layout = _setup()
     await bench.start(dut)
     rng = np.random.default_rng(5)
-    ends = _ends(dut)
+    h = _harness(dut, layout)
     figures = {}
     for name, kind, group in (("utilization_gemv_batch16", "gemv", 16),
                               ("utilization_attention_gqa1", "attention", 1),
                               ("utilization_attention_gqa8", "attention", 8)):
         beats, useful = _workload(layout, rng, kind, group)
         accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
-        await _run(ends, layout, beats)
+        await _run(h, layout, beats)
         await RisingEdge(dut.clk)
         accepted.stop()
         delivered.stop()

@@ -1,12 +1,15 @@
 """Operand streams for the PNM benches: FP16 bit patterns shaped so that the FP32 sums round, cancel, carry,
-meet subnormal inputs and propagate inf/NaN, plus the packing of beats into the blocks' payload integers."""
+meet subnormal inputs and propagate inf/NaN, and the blocks' payloads
+(packed from their port layouts)."""
 from dataclasses import dataclass
 
 import numpy as np
 
 from rtl.pnm.params import ArrayParams, LaneParams
+from rtl.registry import BLOCKS
 
 from ..models import pnm
+from ..payload import Packer
 
 FP16_INF, FP16_NAN, FP16_MAX, FP16_SIGN = 0x7C00, 0x7E00, 0x7BFF, 0x8000
 
@@ -61,6 +64,9 @@ class Layout:
         self.params = params
         self.lanes = params.lanes if isinstance(params, ArrayParams) else 1
         self.width, self.sublanes = params.width, params.sublanes
+        component = BLOCKS[block].build(params)
+        self.inputs, self.outputs = Packer.of_port(component, "i"), Packer.of_port(component, "o")
+        self.operand_fields = ("memory", "buffer") if self.array else ("a", "b")
 
     def operand_shapes(self, beats: int) -> tuple[tuple, tuple]:
         if self.array:
@@ -68,31 +74,20 @@ class Layout:
         return (beats, self.width), (beats, self.width)
 
     def pack(self, beats: Beats) -> list[int]:
-        operand_bits = 16 * (beats.x[0].size + beats.y[0].size)
-        flat = np.concatenate([beats.x.reshape(len(beats), -1), beats.y.reshape(len(beats), -1)], axis=1)
-        packed = []
-        for k in range(len(beats)):
-            value = int.from_bytes(flat[k].astype("<u2").tobytes(), "little")
-            controls = int(beats.mode[k]) | int(beats.clear[k]) << 1 | int(beats.emit[k]) << 2
-            packed.append(value | controls << operand_bits)
-        return packed
+        x, y = self.operand_fields
+        return self.inputs.pack_many(**{x: beats.x, y: beats.y}, mode=beats.mode, clear=beats.clear, emit=beats.emit)
 
     def unpack_input(self, payloads: list[int]) -> Beats:
         """Input payloads (as `pack` made them) back into beats."""
-        x_shape, y_shape = self.operand_shapes(len(payloads))
-        x_size, y_size = int(np.prod(x_shape[1:])), int(np.prod(y_shape[1:]))
-        operand_bits = 16 * (x_size + y_size)
-        flat = np.array([np.frombuffer((p & ((1 << operand_bits) - 1)).to_bytes(operand_bits // 8, "little"),
-                                       dtype="<u2") for p in payloads], np.uint16).reshape(len(payloads), -1)
-        controls = np.array([p >> operand_bits for p in payloads], np.uint8).reshape(len(payloads))
-        return Beats(flat[:, :x_size].reshape(x_shape), flat[:, x_size:].reshape(y_shape), controls & 1,
-                     (controls >> 1) & 1, (controls >> 2) & 1)
+        fields = self.inputs.unpack_many(payloads)
+        x, y = (fields[name].astype(np.uint16) for name in self.operand_fields)
+        return Beats(x, y, *(fields[name].astype(np.uint8) for name in ("mode", "clear", "emit")))
 
     def unpack(self, payload: int) -> tuple[int, np.ndarray, np.ndarray]:
         """An output payload as (mode, accumulators (lanes,), sublane sums (lanes, sublanes))."""
-        words = self.lanes * (1 + self.sublanes)
-        fields = np.frombuffer((payload >> 1).to_bytes(4 * words, "little"), dtype="<u4").astype(np.uint32)
-        return payload & 1, fields[:self.lanes], fields[self.lanes:].reshape(self.lanes, self.sublanes)
+        fields = self.outputs.unpack(payload)
+        return (int(fields["mode"]), np.asarray(fields["accumulator"], np.uint32).reshape(self.lanes),
+                np.asarray(fields["sublane_sums"], np.uint32).reshape(self.lanes, self.sublanes))
 
     def operands(self, beats: Beats) -> tuple[np.ndarray, np.ndarray]:
         """What each lane multiplies, (beats, lanes, width) each, as the golden model takes it."""

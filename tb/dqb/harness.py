@@ -1,0 +1,120 @@
+"""The DQB's surroundings in simulation: a GPU (request source, response sink checked by the scoreboard as
+beats arrive), a configuration source and the memory-controller model over a PC-local byte image."""
+import random
+
+import cocotb
+import numpy as np
+
+from rtl.dqb.params import DQBParams
+from rtl.registry import BLOCKS
+
+from .. import bench
+from ..memory import Contents, MemoryController
+from ..models import dqb as golden
+from ..models.dqb import LayerEntry, Response
+from ..payload import Packer
+from ..scoreboard import ANY, Scoreboard
+from .stimulus import Operation
+
+ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
+
+MODE_NAMES = {golden.BYPASS_TAG: "bypass", golden.RESERVED_TAG: "reserved",
+              **{tag: f"{m.weight}_{m.output}" for tag, m in golden.MODES.items()}}
+
+
+def params() -> DQBParams:
+    return DQBParams(**bench.config()["params"])
+
+
+def image_contents(image: np.ndarray, beat_bytes: int) -> Contents:
+    """A PC-local byte image as beats at byte addresses (the DQB only issues beat-aligned requests)."""
+    image = np.array(image, dtype=np.uint8)
+
+    def initial(address: int) -> int:
+        assert address % beat_bytes == 0, f"unaligned memory request at {address:#x}"
+        return golden.beat_to_int(image[address:address + beat_bytes])
+    return Contents(initial, beat_bytes)
+
+
+def count_checked(elements: int) -> int:
+    ELEMENTS_CHECKED[0] += elements
+    bench.record(vectors_checked=ELEMENTS_CHECKED[0])
+    return elements
+
+
+class Harness:
+    """The DQB between a GPU and a memory controller model."""
+
+    def __init__(self, dut, image: np.ndarray, rng: random.Random, latency=(8, 8), memory_stalls=0.0,
+                 request_gaps=0.0, response_stalls=0.0) -> None:
+        self.dut, self.p = dut, params()
+        component = BLOCKS["dqb"].build(self.p)
+        self.clock = bench.CycleCounter(dut.clk)
+        self.memory = MemoryController(dut, component, self.clock, image_contents(image, self.p.beat_bytes), rng,
+                                       latency=latency)
+        self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
+        self.config = bench.source(dut, "config")
+        for port, probability in ((self.memory.sink, memory_stalls), (self.requests, request_gaps),
+                                  (self.responses, response_stalls)):
+            if probability:
+                port.set_pause_generator(bench.random_pauses(rng, probability))
+        self.request_fields, self.config_fields = (Packer.of_port(component, port) for port in ("gpu_req", "config"))
+        response_fields = Packer.of_port(component, "gpu_resp")
+        self.board = Scoreboard(self.clock)
+        self.board.add_port("gpu_resp", self.responses, decode=lambda payload: _beat(response_fields, payload),
+                            describe=lambda beat: "any" if beat is ANY else f"data {beat[0]:#x} error={beat[1]}")
+
+    async def program(self, entries: list[LayerEntry]) -> None:
+        for index, e in enumerate(entries):
+            await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
+                index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
+                zero_base=e.zero_base, log2_group_width=e.log2_group_width, enable=1)))
+        await self.config.wait()
+
+    async def send(self, ops: list[Operation]) -> None:
+        for op in ops:
+            payload = self.request_fields.pack(address=op.address, tag=op.tag, is_write=op.store is not None,
+                                               data=op.store or 0)
+            await self.requests.send(bench.StreamTransaction(payload=payload))
+
+    def expect(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> None:
+        """Queue the response beats of the reads among `ops` (`None`: `beats_each` unchecked beats per read,
+        for a caller that checks them itself), each with the read that asks for it."""
+        reads = [op for op in ops if op.store is None]
+        for index, op in enumerate(reads):
+            beats = ([(beat, expected[index].error) for beat in expected[index].beats] if expected is not None
+                     else [ANY] * beats_each)
+            self.board.expect("gpu_resp", beats, [f"beat {k} of read {index} (address {op.address:#x}, "
+                                                  f"{MODE_NAMES[op.tag]})" for k in range(len(beats))])
+
+    async def run(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> list:
+        """Send `ops` and wait for every response beat, each checked on arrival; returns the beats received."""
+        first = len(self.board.log["gpu_resp"])
+        self.expect(ops, expected, beats_each)
+        cocotb.start_soon(self.send(ops))
+        await self.board.drained()
+        return [beat for _, beat in self.board.log["gpu_resp"][first:]]
+
+    async def checked(self, ops: list[Operation], expected: list[Response]) -> int:
+        """`run`, counting the elements compared."""
+        await self.run(ops, expected)
+        return count_checked(sum(len(r.beats) for r in expected) * self.p.lanes)
+
+    async def idle(self, cycles: int = 30) -> None:
+        """Nothing more comes out: no duplicated or invented beats."""
+        self.responses.pause = False
+        await self.board.idle(self.dut.gpu_resp__valid, cycles=cycles)
+
+    async def restart(self, image: np.ndarray) -> None:
+        """Reset the DQB and give the memory controller a new image (one DQB, the next PC or layout)."""
+        self.requests.clear()
+        await bench.reset(self.dut)
+        self.memory.clear()
+        self.memory.contents = image_contents(image, self.p.beat_bytes)
+        self.responses.clear()
+        self.board.clear()
+
+
+def _beat(fields: Packer, payload: int) -> tuple[int, bool]:
+    beat = fields.unpack(payload)
+    return beat["data"], bool(beat["error"])

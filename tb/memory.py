@@ -56,7 +56,7 @@ class MemoryController:
         """Forget requests in flight and the log (the DUT was reset)."""
         self._pending.clear()
         self.requests.clear()
-        self._sequence = self._latest_answered = self._last_due = 0
+        self._sequence = self._latest_answered = self._last_due = self.overtaken = 0
         self.source.clear()
         self.sink.clear()
 

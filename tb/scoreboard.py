@@ -2,7 +2,9 @@
 (the cocotbext way), so a failure names the FIRST wrong beat, its cycle and the inputs that produced it.
 
 A beat that arrives with nothing expected is a duplicated or invented one; `drained` fails if an expected
-beat never comes (lost), and order is checked by construction (each beat against the head of its queue)."""
+beat never comes (lost), and order is checked by construction (each beat against the head of its queue). A
+port whose beats may legally come out of order (an out-of-order MMU's responses) is `ordered=False`: each beat
+takes the oldest expected one it matches."""
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -36,11 +38,11 @@ class Scoreboard:
 
     def add_port(self, port: str, sink: StreamSink, decode: Callable[[int], Any] = int,
                  compare: Callable[[Any, Any], bool] = lambda got, expected: got == expected,
-                 describe: Callable[[Any], str] = show) -> None:
+                 describe: Callable[[Any], str] = show, ordered: bool = True) -> None:
         """Watch `sink`: each beat is decoded from its payload integer and compared with the head of the
-        port's queue."""
+        port's queue (`ordered`) or with each expected beat, oldest first."""
         self.expected[port], self.log[port] = deque(), []
-        self._tasks.append(cocotb.start_soon(self._monitor(port, sink, decode, compare, describe)))
+        self._tasks.append(cocotb.start_soon(self._monitor(port, sink, decode, compare, describe, ordered)))
 
     def expect(self, port: str, beats, inputs) -> None:
         """Queue expected beats, each with a description of the inputs that produced it (one per beat, or
@@ -51,8 +53,8 @@ class Scoreboard:
         self.expected[port].extend(zip(beats, inputs, strict=True))
 
     def clear(self) -> None:
-        """Forget what was expected (the DUT was reset)."""
-        for queue in self.expected.values():
+        """Forget what was expected and seen (the DUT was reset)."""
+        for queue in (*self.expected.values(), *self.log.values()):
             queue.clear()
 
     def _fail(self, message: str) -> None:
@@ -61,20 +63,28 @@ class Scoreboard:
             log.error(message)
         self._progress.set()
 
-    async def _monitor(self, port, sink, decode, compare, describe) -> None:
+    async def _monitor(self, port, sink, decode, compare, describe, ordered) -> None:
         queue, seen = self.expected[port], self.log[port]
         while True:
             beat = decode((await sink.recv()).payload)
             cycle = self.clock.now
             seen.append((cycle, beat))
+            where = f"{port}: beat {len(seen) - 1} at cycle {cycle}"
             if not queue:
-                self._fail(f"{port}: beat {len(seen) - 1} at cycle {cycle} ({describe(beat)}) was not expected: "
-                           "a duplicated or invented beat")
-            else:
+                self._fail(f"{where} ({describe(beat)}) was not expected: a duplicated or invented beat")
+            elif ordered:
                 expected, inputs = queue.popleft()
                 if expected is not ANY and not compare(beat, expected):
-                    self._fail(f"{port}: beat {len(seen) - 1} at cycle {cycle}: got {describe(beat)}, expected "
-                               f"{describe(expected)}; inputs: {inputs}")
+                    self._fail(f"{where}: got {describe(beat)}, expected {describe(expected)}; inputs: {inputs}")
+            else:
+                match = next((k for k, (expected, _) in enumerate(queue)
+                              if expected is ANY or compare(beat, expected)), None)
+                if match is None:
+                    expected, inputs = queue[0]
+                    self._fail(f"{where}: got {describe(beat)}, which matches none of the {len(queue)} expected; "
+                               f"oldest: {describe(expected)}; inputs: {inputs}")
+                else:
+                    del queue[match]
             self._progress.set()
 
     async def drained(self, patience_cycles: int = 2_000) -> None:

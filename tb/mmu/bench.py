@@ -81,13 +81,13 @@ async def weighted_round_robin_order(dut):
         h.new_phase()
         await h.standard_memory_map()
         await h.set_policy("mixed", *weights)
-        first = len(h.mc_log)
+        first = len(h.memory.requests)
         for _ in range(120):
             h.offer_gpu(h.gpu_request(write=False))
         for _ in range(12):
             h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.p.request_bytes))
         await h.drain()
-        sources = ["gpu" if h.is_gpu(r) else "pnm" for r in h.mc_log[first:]]
+        sources = ["gpu" if h.is_gpu(r) else "pnm" for r in h.memory.requests[first:]]
         start = sources.index("pnm")
         both_backlogged = sources[start:start + 80]
         expected = model.wrr_sources(*weights, 80 + weights[0])[weights[0]:weights[0] + 80]
@@ -110,7 +110,7 @@ async def _offer_load(h: Harness, gpu_load: float, pnm_load: float, cycles: int)
 
 def _issue_cycles(h: Harness) -> tuple[list[int], list[int]]:
     gpu, pnm = [], []
-    for request, cycle in zip(h.mc_log, h.probes["mc_req"].cycles, strict=True):
+    for request, cycle in zip(h.memory.requests, h.probes["mc_req"].cycles, strict=True):
         (gpu if h.is_gpu(request) else pnm).append(cycle)
     return gpu, pnm
 
@@ -275,21 +275,21 @@ async def random_traffic_back_pressure(dut):
     """Random traffic with random gaps and stalls on every port, run-time policy changes and (when built
     for it) reordered responses: the full scoreboard."""
     h = await started(dut, reorder_spread=0, seed=5)
-    h.reorder_spread = reordering(h)
+    h.reorder(reordering(h))
     h.pause_everything(0.3)
     await _random_traffic(h, instructions=150, gpu_requests=600, change_policy=True)
     await h.drain()
     counts = h.check()
-    assert (h.overtaken > 0) == h.p.out_of_order, f"{h.overtaken} responses overtook earlier ones"
+    assert (h.memory.overtaken > 0) == h.p.out_of_order, f"{h.memory.overtaken} responses overtook earlier ones"
     bench.record(vectors_checked=counts["gpu_requests"] + counts["pnm_requests"],
-                 back_pressure_instructions=counts["pnm_instructions"], responses_reordered=h.overtaken)
+                 back_pressure_instructions=counts["pnm_instructions"], responses_reordered=h.memory.overtaken)
 
 
 @cocotb.test()
 async def reset_mid_traffic(dut):
     """A reset with requests queued, issued and half answered empties the MMU; traffic after it is exact."""
     h = await started(dut, seed=7)
-    h.reorder_spread = reordering(h)
+    h.reorder(reordering(h))
     h.pause_everything(0.2)
     await _random_traffic(h, instructions=20, gpu_requests=80, change_policy=False)
     await bench.reset(dut)

@@ -134,6 +134,40 @@ def _idle_while_waiting(origin: int, waiting: list[tuple[int, int]], issued: lis
     return [int(c) + origin for c in np.flatnonzero((np.cumsum(pending) > 0) & ~busy)]
 
 
+def _delays(offers: list[int], issues: list[int]) -> list[int]:
+    return [i - t for t, i in zip(offers, issues, strict=True)]
+
+
+def _grid_point(run: tuple, base_gpu: int, base_pnm: int, grid_cycles: int) -> dict:
+    """One grid point's slot shares and waits (beyond each source's shortest delay), with its checks: strict
+    priority keeps the favoured source's wait within a cycle; the controller slot is never idle while a
+    request waits."""
+    policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue = run
+    window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + grid_cycles)
+
+    def share(cycles: list[int]) -> float:
+        return round(sum(window[0] <= c < window[1] for c in cycles) / grid_cycles, 4)
+
+    g = model.wait_statistics([d - base_gpu for d in _delays(gpu_offer, gpu_issue)])
+    p = model.wait_statistics([d - base_pnm for d in _delays(pnm_offer, pnm_issue)])
+    point = {"policy": policy, "gpu_offered": gpu_load, "pnm_offered": pnm_load,
+             "gpu_offered_actual": round(len(gpu_offer) / grid_cycles, 4),
+             "pnm_offered_actual": round(len(pnm_offer) / grid_cycles, 4),
+             "gpu_share": share(gpu_issue), "pnm_share": share(pnm_issue),
+             **{f"gpu_wait_{k}": v for k, v in g.items()}, **{f"pnm_wait_{k}": v for k, v in p.items()}}
+    if policy == "prefill_first":
+        assert point["gpu_wait_max"] <= 1, point
+    if policy == "decode_first":
+        assert point["pnm_wait_max"] <= 1, point
+    if policy == "mixed" and gpu_load == pnm_load == 1.0:
+        assert abs(point["gpu_share"] - MIXED_WEIGHTS[0] / sum(MIXED_WEIGHTS)) <= 0.02, point  # Bernoulli offers
+    assert point["gpu_share"] + point["pnm_share"] <= 1.0, point
+    idle = _idle_while_waiting(start, [(t + base_gpu, i) for t, i in zip(gpu_offer, gpu_issue)]
+                               + [(t + base_pnm, i) for t, i in zip(pnm_offer, pnm_issue)], gpu_issue + pnm_issue)
+    assert not idle, f"{point}: the controller slot went unused at cycles {idle[:10]} with requests waiting"
+    return point
+
+
 @cocotb.test()
 async def arbitration_grid(dut):
     """Every policy at every pair of offered loads (including both saturated): slot shares and waits.
@@ -162,36 +196,9 @@ async def arbitration_grid(dut):
                                           for k in range(-(-instr.size // h.p.request_bytes))])
                 raw.append((policy, gpu_load, pnm_load, start, [t for t, _ in h.offered.gpu], pnm_offers,
                             gpu_issue, pnm_issue))
-    def delay(offers: list[int], issues: list[int]) -> list[int]:
-        return [i - t for t, i in zip(offers, issues, strict=True)]
-
-    base_gpu = min(min(delay(r[4], r[6])) for r in raw)
-    base_pnm = min(min(delay(r[5], r[7])) for r in raw)
-    points = []
-    for policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue in raw:
-        gpu_delay, pnm_delay = delay(gpu_offer, gpu_issue), delay(pnm_offer, pnm_issue)
-        window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + grid_cycles)
-        def share(cycles: list[int], window: tuple[int, int] = window) -> float:
-            return round(sum(window[0] <= c < window[1] for c in cycles) / grid_cycles, 4)
-
-        g = model.wait_statistics([d - base_gpu for d in gpu_delay])
-        p = model.wait_statistics([d - base_pnm for d in pnm_delay])
-        point = {"policy": policy, "gpu_offered": gpu_load, "pnm_offered": pnm_load,
-                 "gpu_offered_actual": round(len(gpu_offer) / grid_cycles, 4),
-                 "pnm_offered_actual": round(len(pnm_offer) / grid_cycles, 4),
-                 "gpu_share": share(gpu_issue), "pnm_share": share(pnm_issue),
-                 **{f"gpu_wait_{k}": v for k, v in g.items()}, **{f"pnm_wait_{k}": v for k, v in p.items()}}
-        points.append(point)
-        if policy == "prefill_first":
-            assert point["gpu_wait_max"] <= 1, point
-        if policy == "decode_first":
-            assert point["pnm_wait_max"] <= 1, point
-        if policy == "mixed" and gpu_load == pnm_load == 1.0:
-            assert abs(point["gpu_share"] - MIXED_WEIGHTS[0] / sum(MIXED_WEIGHTS)) <= 0.02, point  # Bernoulli offers
-        assert point["gpu_share"] + point["pnm_share"] <= 1.0, point
-        idle = _idle_while_waiting(start, [(t + base_gpu, i) for t, i in zip(gpu_offer, gpu_issue)]
-                                   + [(t + base_pnm, i) for t, i in zip(pnm_offer, pnm_issue)], gpu_issue + pnm_issue)
-        assert not idle, f"{point}: the controller slot went unused at cycles {idle[:10]} with requests waiting"
+    base_gpu = min(min(_delays(r[4], r[6])) for r in raw)
+    base_pnm = min(min(_delays(r[5], r[7])) for r in raw)
+    points = [_grid_point(run, base_gpu, base_pnm, grid_cycles) for run in raw]
     # Worst waits of the unfavoured source where the stack is not oversubscribed (nominal offered loads sum
     # below 1): what strict priority alone costs it. Oversubscribed, its backlog grows with the run length.
     undersubscribed = [pt for pt in points if pt["gpu_offered"] + pt["pnm_offered"] < 1.0]

@@ -1,6 +1,6 @@
 """The DuoPD PNM compute array (paper §4.2, §6.1): `lanes` lanes sharing one memory operand per beat."""
 from amaranth.hdl import Cat, Module, Mux
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import ArrayParams
@@ -10,22 +10,23 @@ from .simd import SIMDPipeline, elements
 
 class ArrayOperands(wiring.Component):
     """Every lane's `b` is the one memory operand; its `a` is its own buffer operand, whose query (the first
-    `sublane_width` elements) is broadcast across the lane's sublanes in attention mode."""
+    `sublane_width` elements) is broadcast across the lane's sublanes in attention mode. Ports are flat bits,
+    as in `LaneOperands`."""
 
     def __init__(self, params: ArrayParams) -> None:
         self.params = params
-        super().__init__({"beat": In(array_input(params)), "a": Out(lane_operands(params, params.lanes)),
-                          "b": Out(lane_operands(params, params.lanes))})
+        operands = lane_operands(params, params.lanes).size
+        super().__init__({"beat": In(array_input(params).size), "a": Out(operands), "b": Out(operands)})
 
     def elaborate(self, platform) -> Module:
         m = Module()
         width, sublane_width = self.params.width, self.params.sublane_width
-        attention = self.beat.mode == Mode.ATTENTION
-        own = [elements(self.beat, "buffer", lane) for lane in range(self.params.lanes)]
+        beat = data.View(array_input(self.params), self.beat)
+        attention = beat.mode == Mode.ATTENTION
+        own = [elements(beat, "buffer", lane) for lane in range(self.params.lanes)]
         m.d.comb += [
-            self.a.as_value().eq(Cat(Mux(attention, mine[k % sublane_width], mine[k])
-                                     for mine in own for k in range(width))),
-            self.b.as_value().eq(Cat(self.beat.memory.as_value() for _ in range(self.params.lanes))),
+            self.a.eq(Cat(Mux(attention, mine[k % sublane_width], mine[k]) for mine in own for k in range(width))),
+            self.b.eq(Cat(beat.memory.as_value() for _ in range(self.params.lanes))),
         ]
         return m
 

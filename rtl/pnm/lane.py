@@ -1,6 +1,6 @@
 """One DuoPD PNM SIMD lane (paper §4.2, Fig. 6): `width` FP16 MACs per cycle, MLP or attention mode per beat."""
 from amaranth.hdl import Module
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import LaneParams
@@ -9,15 +9,18 @@ from .simd import SIMDPipeline
 
 
 class LaneOperands(wiring.Component):
-    """A lone lane's operands are the beat's own `a` and `b`."""
+    """A lone lane's operands are the beat's own `a` and `b`. Ports are flat bits (`lane_input`, `lane_operands`
+    laid out): a layout port would add a named alias per element to the Verilog, thousands at full width."""
 
     def __init__(self, params: LaneParams) -> None:
-        super().__init__({"beat": In(lane_input(params)), "a": Out(lane_operands(params, 1)),
-                          "b": Out(lane_operands(params, 1))})
+        self.params = params
+        super().__init__({"beat": In(lane_input(params).size), "a": Out(lane_operands(params, 1).size),
+                          "b": Out(lane_operands(params, 1).size)})
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.d.comb += [self.a.as_value().eq(self.beat.a.as_value()), self.b.as_value().eq(self.beat.b.as_value())]
+        beat = data.View(lane_input(self.params), self.beat)
+        m.d.comb += [self.a.eq(beat.a.as_value()), self.b.eq(beat.b.as_value())]
         return m
 
 

@@ -21,7 +21,7 @@ from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
 from ..pipeline import Stages, Wires
 from .params import LaneParams
-from .ports import Mode, output_layout
+from .ports import Mode, lane_operands, output_layout
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
@@ -110,8 +110,9 @@ class SIMDPipeline(wiring.Component):
 
         m.submodules.operands = operands = self._operands(self.params)
         m.d.comb += operands.beat.eq(payload)
-        partials = [[element("pnm_fp16_mul_fp32", f"lane{lane}_mul{k}", a, b)
-                     for k, (a, b) in enumerate(zip(elements(operands.a, lane), elements(operands.b, lane)))]
+        a, b = (data.View(lane_operands(self.params, self._lanes), port) for port in (operands.a, operands.b))
+        partials = [[element("pnm_fp16_mul_fp32", f"lane{lane}_mul{k}", x, y)
+                     for k, (x, y) in enumerate(zip(elements(a, lane), elements(b, lane)))]
                     for lane in range(self._lanes)]
         carried = self._carry(beside, MULTIPLY_STAGES, carried)
 

@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from rtl.mmu import mmu
+from rtl.mmu import lsu
 from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
 from rtl.registry import BLOCKS
@@ -44,7 +44,7 @@ def test_bad_parameters_name_the_field() -> None:
 def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
     """Plant the bug the protection check exists for: the LSU lets every instruction through. A narrow, small
     configuration builds in a fraction of the default's time and runs the same protection test."""
-    monkeypatch.setattr(mmu, "fault_of", lambda m, p, instruction, config: Fault.NONE)
+    monkeypatch.setattr(lsu, "fault_of", lambda m, p, instruction, config: Fault.NONE)
     monkeypatch.setenv("COCOTB_TEST_FILTER", "protection_faults")  # the one test that needs to see it
     # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
     with pytest.raises((SystemExit, BenchFailed)):

@@ -1,12 +1,13 @@
 """The DQB top (StreamDQ §3.2, Figure 5): one per HBM pseudo-channel, on the memory controller's read path."""
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .params import DQBParams
+from .ports import config_write, gpu_request, gpu_response, history_entry, mc_request, mc_response
 from .processing import DataProcessing
 from .sz_requests import SZRequestGenerator
-from .ports import config_write, gpu_request, gpu_response, mc_request, mc_response
 
 
 class DQB(wiring.Component):
@@ -26,8 +27,7 @@ class DQB(wiring.Component):
     initiation_interval = 1
 
     def __init__(self, params: DQBParams = DQBParams()) -> None:
-        self.params = params
-        p = params
+        self.params = p = params
         super().__init__({
             "gpu_req": In(stream.Signature(gpu_request(p))),
             "config": In(stream.Signature(config_write(p))),
@@ -38,15 +38,17 @@ class DQB(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # The parts are built into this one module, not as submodules: Verilator's -Wall (DECLFILENAME)
-        # rejects a file holding several modules, and one module is what the runner builds.
-        requests, processing = SZRequestGenerator(self.params), DataProcessing(self.params)
-        requests.build(m)
-        processing.build(m)
+        p = self.params
+        m.submodules.requests = requests = SZRequestGenerator(p)
+        # Tag history buffer (§3.4): every outstanding memory read in request order, with what its data is for.
+        # Its depth, `outstanding_reads`, is our choice (the paper states none).
+        m.submodules.tag_history = history = SyncFIFO(width=history_entry(p).size, depth=p.outstanding_reads)
+        m.submodules.processing = processing = DataProcessing(p)
         wiring.connect(m, wiring.flipped(self.gpu_req), requests.gpu_req)
         wiring.connect(m, wiring.flipped(self.config), requests.config)
         wiring.connect(m, requests.mc_req, wiring.flipped(self.mc_req))
-        wiring.connect(m, requests.history, processing.history)
+        wiring.connect(m, requests.history, history.w_stream)
+        wiring.connect(m, history.r_stream, processing.history)
         wiring.connect(m, wiring.flipped(self.mc_resp), processing.mc_resp)
         wiring.connect(m, processing.gpu_resp, wiring.flipped(self.gpu_resp))
         return m

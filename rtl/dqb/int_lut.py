@@ -6,7 +6,8 @@ zero and the table stores only the upper 16. INT4 reuses it by sign extension to
 import struct
 
 from amaranth.hdl import Cat, Const, Module, Value
-from amaranth.lib import memory
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
 
 
 def _upper_half(value: int) -> int:
@@ -15,21 +16,21 @@ def _upper_half(value: int) -> int:
     return bits >> 16
 
 
-class IntLUT:
-    """The shared table; each `lookup` adds a combinational read port."""
+class IntLUT(wiring.Component):
+    """One table, `lookups` combinational reads: `values[k]` is the FP32 bits of the INT8 code `codes[k]`."""
 
-    def __init__(self, m: Module) -> None:
+    def __init__(self, lookups: int) -> None:
+        super().__init__({"codes": In(data.ArrayLayout(8, lookups)), "values": Out(data.ArrayLayout(32, lookups))})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
         # Address = the INT8 two's-complement pattern.
-        self.table = memory.Memory(shape=16, depth=256,
-                                   init=[_upper_half(code - 256 if code >= 128 else code) for code in range(256)])
-        m.submodules.int8_lut = self.table
-        self.m = m
-
-    def lookup(self, code: Value) -> Value:
-        """FP32 bits of an INT8 code."""
-        port = self.table.read_port(domain="comb")
-        self.m.d.comb += port.addr.eq(code)
-        return Cat(Const(0, 16), port.data)
+        m.submodules.table = table = memory.Memory(
+            shape=16, depth=256, init=[_upper_half(code - 256 if code >= 128 else code) for code in range(256)])
+        for code, value in zip(self.codes, self.values):
+            port = table.read_port(domain="comb")
+            m.d.comb += [port.addr.eq(code), value.eq(Cat(Const(0, 16), port.data))]
+        return m
 
 
 def sign_extend_int4(nibble: Value) -> Value:

@@ -54,12 +54,6 @@ class DataProcessing(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        self.build(m)
-        return m
-
-    def build(self, m: Module) -> None:
-        """Add the logic to `m` (the DQB top builds its parts into one module)."""
-        self._MustUse__silence = True  # built inline, so never elaborated on its own
         p = self.params
         head = self.history.payload
         advance = Signal()
@@ -104,7 +98,7 @@ class DataProcessing(wiring.Component):
 
         stages = Stages(m, advance)
         selected = self._select(stages, flags, part, beat, read, scale_read.data, zero_read.data)
-        lut = IntLUT(m)
+        m.submodules.int8_lut = lut = IntLUT(lookups=2 * p.lanes)  # x and z of every lane
         outputs = [self._lane(m, stages.fork(), lut, selected, k) for k in range(p.lanes)]
         stages.require_depth(DATAPATH_STAGES, self)
 
@@ -119,6 +113,7 @@ class DataProcessing(wiring.Component):
             self.gpu_resp.payload.data.eq(Mux(zero_out, 0, Mux(pass_through, raw, dequantized))),
             self.gpu_resp.payload.error.eq(error),
         ]
+        return m
 
     def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
         """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""
@@ -139,12 +134,13 @@ class DataProcessing(wiring.Component):
 
     def _lane(self, m: Module, lane: Stages, lut: IntLUT, selected, k: int) -> tuple[Value, Value]:
         """Stages 2–10 of lane `k`: exact conversions, x − z, · s, narrow to FP16 and to BF16."""
-        def to_f32(code: Value) -> Value:
-            return Mux(selected.fp8, to_fp32(FP8_E4M3, code), lut.lookup(code))
+        def to_f32(code: Value, port: int) -> Value:
+            m.d.comb += lut.codes[port].eq(code)
+            return Mux(selected.fp8, to_fp32(FP8_E4M3, code), lut.values[port])
         s = getattr(selected, f"s{k}")
         converted = lane(
-            x=to_f32(getattr(selected, f"x{k}")),
-            negated_z=to_f32(getattr(selected, f"z{k}")) ^ (1 << 31),  # x − z is x + (−z), exactly
+            x=to_f32(getattr(selected, f"x{k}"), 2 * k),
+            negated_z=to_f32(getattr(selected, f"z{k}"), 2 * k + 1) ^ (1 << 31),  # x − z is x + (−z), exactly
             s=Mux(selected.bf16, to_fp32(BF16, s), to_fp32(FP16, s)),
         )
         difference = fp32_add(lane, converted.x, converted.negated_z)

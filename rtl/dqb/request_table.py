@@ -7,12 +7,12 @@ from .params import DQBParams
 from .ports import config_write, log2_width_bits
 
 
-def match_layout(p: DQBParams) -> data.StructLayout:
+def match_layout(params: DQBParams) -> data.StructLayout:
     """The entry a read address falls in. `usable` is false for an entry the datapath cannot serve (a
     base not aligned to the beat, or a group narrower than 2 bytes); reads in it get the table-miss error."""
-    return data.StructLayout({"hit": 1, "usable": 1, "weight_base": p.address_bits,
-                              "scale_base": p.address_bits, "zero_base": p.address_bits,
-                              "log2_group_width": log2_width_bits(p)})
+    return data.StructLayout({"hit": 1, "usable": 1, "weight_base": params.address_bits,
+                              "scale_base": params.address_bits, "zero_base": params.address_bits,
+                              "log2_group_width": log2_width_bits(params)})
 
 
 class RequestTable(wiring.Component):
@@ -23,25 +23,19 @@ class RequestTable(wiring.Component):
     """
 
     def __init__(self, params: DQBParams) -> None:
-        self.params = p = params
+        self.params = params
         super().__init__({
-            "config": In(stream.Signature(config_write(p))),
-            "address": In(p.address_bits),
-            "match": Out(match_layout(p)),
+            "config": In(stream.Signature(config_write(params))),
+            "address": In(params.address_bits),
+            "match": Out(match_layout(params)),
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        self.build(m)
-        return m
-
-    def build(self, m: Module) -> None:
-        """Add the logic to `m` (the DQB top builds its parts into one module)."""
-        self._MustUse__silence = True  # built inline, so never elaborated on its own
         p, beat_mask = self.params, self.params.beat_bytes - 1
         m.d.comb += self.config.ready.eq(1)
-        cfg = self.config.payload
-        aligned = ((cfg.weight_base | cfg.weight_size | cfg.scale_base | cfg.zero_base) & beat_mask) == 0
+        write = self.config.payload
+        aligned = ((write.weight_base | write.weight_size | write.scale_base | write.zero_base) & beat_mask) == 0
         matched = Signal()
         for index in reversed(range(p.table_entries)):  # assigned last = highest priority: index 0
             enable, usable = Signal(name=f"entry{index}_enable"), Signal(name=f"entry{index}_usable")
@@ -50,12 +44,12 @@ class RequestTable(wiring.Component):
             scale_base = Signal(p.address_bits, name=f"entry{index}_scale_base")
             zero_base = Signal(p.address_bits, name=f"entry{index}_zero_base")
             log2_width = Signal(log2_width_bits(p), name=f"entry{index}_log2_group_width")
-            with m.If(self.config.valid & (cfg.index == index)):
+            with m.If(self.config.valid & (write.index == index)):
                 m.d.sync += [
-                    enable.eq(cfg.enable), usable.eq(aligned & (cfg.log2_group_width >= 1)),
-                    base.eq(cfg.weight_base), end.eq(cfg.weight_base + cfg.weight_size),
-                    scale_base.eq(cfg.scale_base), zero_base.eq(cfg.zero_base),
-                    log2_width.eq(cfg.log2_group_width),
+                    enable.eq(write.enable), usable.eq(aligned & (write.log2_group_width >= 1)),
+                    base.eq(write.weight_base), end.eq(write.weight_base + write.weight_size),
+                    scale_base.eq(write.scale_base), zero_base.eq(write.zero_base),
+                    log2_width.eq(write.log2_group_width),
                 ]
             with m.If(enable & (self.address >= base) & (self.address < end)):
                 m.d.comb += [
@@ -65,3 +59,4 @@ class RequestTable(wiring.Component):
                     self.match.log2_group_width.eq(log2_width),
                 ]
         m.d.comb += self.match.hit.eq(matched)
+        return m

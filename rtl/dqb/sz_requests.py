@@ -5,49 +5,50 @@ Presence is guaranteed by order: the memory controller answers in request order,
 weight read has been written into its S/Z line by the time that read's data reaches the datapath, and a
 later fill that reuses the line arrives only after it. The directory here therefore marks a line present
 as soon as its fill is issued. Every read it issues is logged in the tag history buffer (a FIFO), which
-steers the response side.
+steers the response side: the `history` port feeds it, and a read is issued only while it has room.
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from .history import HistoryBuffer
 from .params import DQBParams
 from .request_table import RequestTable, match_layout
 from .ports import Kind, config_write, gpu_request, history_entry, line_bits, mc_request
 from .tags import decode
 
 
-class LineDirectory:
-    """Beat addresses held by one half of the S/Z buffer: fully associative, round-robin replacement."""
+class LineDirectory(wiring.Component):
+    """Beat addresses held by one half of the S/Z buffer: fully associative, round-robin replacement.
 
-    def __init__(self, m: Module, p: DQBParams, name: str) -> None:
-        self.m, self.params = m, p
-        self.tags = [Signal(p.address_bits, name=f"{name}{i}_tag") for i in range(p.sz_lines)]
-        self.present = [Signal(name=f"{name}{i}_present") for i in range(p.sz_lines)]
-        self.victim = Signal(line_bits(p), name=f"{name}_victim")
+    `beat` → (`hit`, `line`) combinationally; at most one line holds a beat. `victim` is the line the next fill
+    takes. In a cycle with `flush` every line is forgotten, with `invalidate` the line holding
+    `invalidate_beat`; with `allocate`, `beat` takes the victim line (a fill wins over an invalidation).
+    """
 
-    def lookup(self, beat: Signal) -> tuple[Signal, Signal]:
-        """(hit, line) for a beat address; at most one line holds a beat."""
-        hit, line = Signal(), Signal(line_bits(self.params))
-        for i, (tag, present) in enumerate(zip(self.tags, self.present)):
-            with self.m.If(present & (tag == beat)):
-                self.m.d.comb += [hit.eq(1), line.eq(i)]
-        return hit, line
+    def __init__(self, params: DQBParams) -> None:
+        self.params = params
+        super().__init__({
+            "beat": In(params.address_bits), "hit": Out(1), "line": Out(line_bits(params)),
+            "victim": Out(line_bits(params)), "allocate": In(1),
+            "flush": In(1), "invalidate": In(1), "invalidate_beat": In(params.address_bits),
+        })
 
-    def invalidate(self, condition, beat=None) -> None:
-        """Forget every line (or the one holding `beat`) when `condition`; fills in the same cycle win."""
-        for tag, present in zip(self.tags, self.present):
-            with self.m.If(condition if beat is None else condition & (tag == beat)):
-                self.m.d.sync += present.eq(0)
-
-    def allocate(self, condition, beat) -> None:
-        with self.m.If(condition):
-            for i, (tag, present) in enumerate(zip(self.tags, self.present)):
-                with self.m.If(self.victim == i):
-                    self.m.d.sync += [tag.eq(beat), present.eq(1)]
-            self.m.d.sync += self.victim.eq(self.victim + 1)
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        p = self.params
+        tags = [Signal(p.address_bits, name=f"line{i}_tag") for i in range(p.sz_lines)]
+        present = [Signal(name=f"line{i}_present") for i in range(p.sz_lines)]
+        for i, (tag, held) in enumerate(zip(tags, present)):
+            with m.If(held & (tag == self.beat)):
+                m.d.comb += [self.hit.eq(1), self.line.eq(i)]
+            with m.If(self.flush | (self.invalidate & (tag == self.invalidate_beat))):
+                m.d.sync += held.eq(0)
+            with m.If(self.allocate & (self.victim == i)):
+                m.d.sync += [tag.eq(self.beat), held.eq(1)]
+        with m.If(self.allocate):
+            m.d.sync += self.victim.eq(self.victim + 1)
+        return m
 
 
 class SZRequestGenerator(wiring.Component):
@@ -70,21 +71,12 @@ class SZRequestGenerator(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        self.build(m)
-        return m
-
-    def build(self, m: Module) -> None:
-        """Add the logic to `m` (the DQB top builds its parts into one module)."""
-        self._MustUse__silence = True  # built inline, so never elaborated on its own
         p = self.params
         beat_shift = exact_log2(p.beat_bytes)
-        table = RequestTable(p)
-        table.build(m)
-        log = HistoryBuffer(m, p)
+        m.submodules.table = table = RequestTable(p)
+        m.submodules.scales = scales = LineDirectory(p)
+        m.submodules.zeros = zeros = LineDirectory(p)
         wiring.connect(m, wiring.flipped(self.config), table.config)
-        m.d.comb += [self.history.valid.eq(log.nonempty), self.history.payload.eq(log.head),
-                     log.pop.eq(self.history.valid & self.history.ready)]
-
         # Lookup register.
         held = Signal()
         request = Signal(gpu_request(p))
@@ -111,32 +103,33 @@ class SZRequestGenerator(wiring.Component):
         with m.Else():
             m.d.comb += zero_beat.eq((found.zero_base >> beat_shift) + (group >> beat_shift))
 
-        scales, zeros = LineDirectory(m, p, "scale"), LineDirectory(m, p, "zero")
-        scale_hit, scale_line = scales.lookup(scale_beat)
-        zero_hit, zero_line = zeros.lookup(zero_beat)
+        m.d.comb += [scales.beat.eq(scale_beat), zeros.beat.eq(zero_beat)]
+        scale_hit, scale_line = scales.hit, scales.line
+        zero_hit, zero_line = zeros.hit, zeros.line
         fill_scale = dequantize & ~scale_hit
         fill_zero = dequantize & scale_hit & ~zero_hit
         issued = Signal()
         m.d.comb += issued.eq(self.mc_req.valid & self.mc_req.ready)
         store = request.is_write
-        entry = log.entry
+        entry = self.history.payload
+        can_push = self.history.ready
         mc = self.mc_req.payload
 
         with m.If(fill_scale):
             m.d.comb += [
-                self.mc_req.valid.eq(log.can_push),
+                self.mc_req.valid.eq(can_push),
                 mc.address.eq(scale_beat << beat_shift), mc.kind.eq(Kind.SCALE),
                 entry.kind.eq(Kind.SCALE), entry.scale_line.eq(scales.victim),
             ]
         with m.Elif(fill_zero):
             m.d.comb += [
-                self.mc_req.valid.eq(log.can_push),
+                self.mc_req.valid.eq(can_push),
                 mc.address.eq(zero_beat << beat_shift), mc.kind.eq(Kind.ZERO),
                 entry.kind.eq(Kind.ZERO), entry.zero_line.eq(zeros.victim),
             ]
         with m.Else():
             m.d.comb += [
-                self.mc_req.valid.eq(held & (store | log.can_push)),
+                self.mc_req.valid.eq(held & (store | can_push)),
                 mc.address.eq(request.address), mc.is_write.eq(store), mc.data.eq(request.data),
                 mc.kind.eq(Kind.GPU),
                 entry.kind.eq(Kind.GPU), entry.tag.eq(request.tag),
@@ -145,12 +138,11 @@ class SZRequestGenerator(wiring.Component):
                 entry.offset.eq(offset), entry.log2_group_width.eq(found.log2_group_width),
                 done.eq(issued),
             ]
-        m.d.comb += log.push.eq(issued & ~(done & store))
+        # Every read issued is logged; a store, which gets no response, is not.
+        m.d.comb += self.history.valid.eq(issued & ~(done & store))
 
-        scales.invalidate(self.config.valid)
-        zeros.invalidate(self.config.valid)
-        store_beat = request.address >> beat_shift
-        scales.invalidate(done & store, store_beat)
-        zeros.invalidate(done & store, store_beat)
-        scales.allocate(issued & fill_scale, scale_beat)
-        zeros.allocate(issued & fill_zero, zero_beat)
+        for directory in (scales, zeros):
+            m.d.comb += [directory.flush.eq(self.config.valid), directory.invalidate.eq(done & store),
+                         directory.invalidate_beat.eq(request.address >> beat_shift)]
+        m.d.comb += [scales.allocate.eq(issued & fill_scale), zeros.allocate.eq(issued & fill_zero)]
+        return m

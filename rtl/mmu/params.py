@@ -27,17 +27,20 @@ class MMUParams(Params):
     data_bits: int = 256
     """Bits per memory request: the 32-byte requests of §4.3."""
     id_bits: int = 8
-    """Width of GPU request ids and of PNM instruction ids."""
+    """Width of GPU request ids and of PNM instruction ids (our choice; DuoPD states none)."""
     queue_depth: int = 16
-    """Entries of the GPU request queue and of the PNM request queue, each."""
+    """Entries of the GPU request queue and of the PNM request queue, each (our choice: DuoPD names the queues,
+    §4.3 Fig. 8, but gives no depth)."""
     gpu_outstanding: int = 16
-    """GPU requests issued to the memory controller and not yet answered."""
+    """GPU requests issued to the memory controller and not yet answered (our choice; DuoPD states no number)."""
     pending_entries: int = 8
-    """PNM pending-table entries, one per tensor in flight."""
+    """PNM pending-table entries, one per tensor in flight (our choice: §4.3 describes the table, not its size)."""
     max_sub_requests: int = 32
     """Bitmap width: the largest tensor is this many 32-byte requests (the PNM buffer's 32 entries per
     pseudo channel, §4.2)."""
     protected_regions: int = 2
+    """Protected (model-parameter) regions the config port can set (our choice; §5.3 protects the parameters
+    without saying how many ranges hold them)."""
     buffer_address_bits: int = 15
     """PNM buffer row address (one row = one request): 1 MiB of 32-byte rows (§4.2)."""
     out_of_order: bool = False

@@ -53,9 +53,15 @@ def completion(p: MMUParams) -> data.StructLayout:
     return data.StructLayout({"id": p.id_bits, "dest": p.buffer_address_bits, "store": 1, "fault": Fault})
 
 
+def tagged_request(p: MMUParams) -> data.StructLayout:
+    """A memory request with the tag that routes its response, whether or not the port carries the tag."""
+    return data.StructLayout({"address": p.block_address_bits, "is_write": 1, "mask": p.request_bytes,
+                              "data": p.data_bits, "tag": tag_layout(p)})
+
+
 def mc_request(p: MMUParams) -> data.StructLayout:
-    fields = {"address": p.block_address_bits, "is_write": 1, "mask": p.request_bytes, "data": p.data_bits}
-    return data.StructLayout({**fields, "tag": tag_layout(p)} if p.out_of_order else fields)
+    fields = dict(tagged_request(p).members)
+    return data.StructLayout(fields if p.out_of_order else {k: v for k, v in fields.items() if k != "tag"})
 
 
 def mc_response(p: MMUParams) -> data.StructLayout:

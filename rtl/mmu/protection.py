@@ -1,13 +1,13 @@
 """The PNM LSU's checks before anything is issued (§4.2, §5.3): model parameters are read-only for the PNM,
-and every access must lie inside the configured memory and be well formed."""
-from amaranth.hdl import Module, Mux, Signal, Value
+and every access must lie inside the configured memory and be well formed. Also the request arithmetic of a
+tensor: how many requests it needs, and which bytes of each it covers."""
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 
-from .config import Configuration
 from .params import MMUParams
 from .ports import Fault
 
 
-def fault_of(m: Module, p: MMUParams, instruction, config: Configuration) -> Value:
+def fault_of(m: Module, p: MMUParams, instruction, config) -> Value:
     """The `Fault` of a PNM instruction (combinational); `Fault.NONE` lets it through."""
     base, size = instruction.base, instruction.size
     end = Signal(p.address_bits + 2, name="lsu_end")
@@ -31,3 +31,9 @@ def fault_of(m: Module, p: MMUParams, instruction, config: Configuration) -> Val
 def sub_requests(p: MMUParams, size: Value) -> Value:
     """Requests a tensor of `size` bytes needs: its size rounded up to whole requests."""
     return (size + p.request_bytes - 1) >> p.offset_bits
+
+
+def byte_mask(p: MMUParams, sub: Value, last: Value, tail: Value) -> Value:
+    """All bytes, except in the last request of a tensor whose size is not a whole number of requests."""
+    partial = (Const(1, p.request_bytes + 1) << tail) - 1
+    return Mux((sub == last) & (tail != 0), partial, (1 << p.request_bytes) - 1)

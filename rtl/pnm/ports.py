@@ -35,6 +35,11 @@ def array_input(params: ArrayParams) -> data.StructLayout:
                               **control_fields()})
 
 
+def lane_operands(params: LaneParams, lanes: int) -> data.ArrayLayout:
+    """One operand (`a` or `b`) of every lane: `width` FP16 elements each, sublane s at s·sublane_width."""
+    return data.ArrayLayout(data.ArrayLayout(FP16.width, params.width), lanes)
+
+
 def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
     """`accumulator` is meaningful in MLP mode and `sublane_sums` in attention mode; the other is zero."""
     accumulator = FP32.width if lanes is None else data.ArrayLayout(FP32.width, lanes)

@@ -21,7 +21,7 @@ from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
 from ..pipeline import Stages, Wires
 from .params import LaneParams
-from .ports import Mode, output_layout
+from .ports import Mode, lane_operands, output_layout
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
@@ -68,14 +68,16 @@ class SIMDPipeline(wiring.Component):
 
     Like `rtl.pipeline.PipelinedUnit`, every stage advances whenever the output register can move, so a
     stalled output holds the whole pipeline and `i.ready` is that advance condition. MLP beats without `emit`
-    produce no output beat. Subclasses route their payload to each lane's operands in `operands`.
+    produce no output beat. An `operands` component routes the input payload to each lane's `a` and `b`.
     """
 
     initiation_interval = 1
 
-    def __init__(self, params: LaneParams, in_layout: data.StructLayout, lanes: int | None) -> None:
+    def __init__(self, params: LaneParams, in_layout: data.StructLayout, lanes: int | None,
+                 operands: type[wiring.Component]) -> None:
         self.params = params
         self._lanes = 1 if lanes is None else lanes
+        self._operands = operands
         super().__init__({"i": In(stream.Signature(in_layout)),
                           "o": Out(stream.Signature(output_layout(params, lanes)))})
 
@@ -83,10 +85,6 @@ class SIMDPipeline(wiring.Component):
     def latency(self) -> int:
         """Cycles from a beat accepted on `i` to its output on `o` (every beat, both modes)."""
         return latency_of(self.params)
-
-    def operands(self, payload) -> list[tuple[list[Value], list[Value]]]:
-        """For every lane, its `width` FP16 `a` and `b` operands (sublane s holds elements s·sublane_width…)."""
-        raise NotImplementedError
 
     @property
     def shared_modules(self) -> dict[str, wiring.Component]:
@@ -110,8 +108,12 @@ class SIMDPipeline(wiring.Component):
                                                     i_advance=advance, i_a=a, i_b=b, o_result=result)
             return result
 
-        partials = [[element("pnm_fp16_mul_fp32", f"lane{lane}_mul{k}", a, b) for k, (a, b) in enumerate(zip(*ops))]
-                    for lane, ops in enumerate(self.operands(payload))]
+        m.submodules.operands = operands = self._operands(self.params)
+        m.d.comb += operands.beat.eq(payload)
+        a, b = (data.View(lane_operands(self.params, self._lanes), port) for port in (operands.a, operands.b))
+        partials = [[element("pnm_fp16_mul_fp32", f"lane{lane}_mul{k}", x, y)
+                     for k, (x, y) in enumerate(zip(elements(a, lane), elements(b, lane)))]
+                    for lane in range(self._lanes)]
         carried = self._carry(beside, MULTIPLY_STAGES, carried)
 
         sublane_levels = exact_log2(self.params.sublane_width)

@@ -46,7 +46,8 @@ class MemoryController:
         """Responses sent before an earlier request's (only without `in_order`)."""
         self._pending: list[tuple[int, int, int]] = []
         self._sequence = self._latest_answered = self._last_due = 0
-        self._tasks = [cocotb.start_soon(self._accept()), cocotb.start_soon(self._respond(dut.clk))]
+        cocotb.start_soon(self._accept())
+        cocotb.start_soon(self._respond(dut.clk))
 
     def reads(self, **fields) -> list[dict]:
         """The read requests whose fields have the given values."""

@@ -14,7 +14,6 @@ import cocotb
 from cocotb.triggers import ClockCycles, Event, First
 
 from . import bench
-from .bench import CycleCounter, StreamSink
 
 log = logging.getLogger(__name__)
 
@@ -27,22 +26,23 @@ def show(value: Any) -> str:
 
 
 class Scoreboard:
-    def __init__(self, clock: CycleCounter) -> None:
+    """Expected beats per output port, each compared on arrival; `clock` numbers the cycles it reports."""
+
+    def __init__(self, clock: bench.CycleCounter) -> None:
         self.clock = clock
         self.expected: dict[str, deque] = {}
         self.log: dict[str, list[tuple[int, Any]]] = {}
         """Every beat each port delivered, with its cycle."""
         self.failure: str | None = None
         self._progress = Event()
-        self._tasks = []
 
-    def add_port(self, port: str, sink: StreamSink, decode: Callable[[int], Any] = int,
+    def add_port(self, port: str, sink: bench.StreamSink, decode: Callable[[int], Any] = int,
                  compare: Callable[[Any, Any], bool] = lambda got, expected: got == expected,
                  describe: Callable[[Any], str] = show, ordered: bool = True) -> None:
         """Watch `sink`: each beat is decoded from its payload integer and compared with the head of the
         port's queue (`ordered`) or with each expected beat, oldest first."""
         self.expected[port], self.log[port] = deque(), []
-        self._tasks.append(cocotb.start_soon(self._monitor(port, sink, decode, compare, describe, ordered)))
+        cocotb.start_soon(self._monitor(port, sink, decode, compare, describe, ordered))
 
     def expect(self, port: str, beats, inputs) -> None:
         """Queue expected beats, each with a description of the inputs that produced it (one per beat, or
@@ -109,10 +109,6 @@ class Scoreboard:
             raise AssertionError(self.failure)
         for valid in valids:
             assert valid.value == 0, f"{valid._name} still high after the last expected beat: a duplicated beat"
-
-    def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
 
 
 def describe_head(queue: deque) -> str:

@@ -1,7 +1,14 @@
-"""The README names only files that exist: every repository path it mentions, and every module listed in the
-module table of a section about one folder (`## DuoPD MMU arbiter (`rtl/mmu/`)`)."""
+"""The README matches the code: every repository path it mentions exists, every module in the module table of
+a section about one folder (`## DuoPD MMU arbiter (`rtl/mmu/`)`) exists, and its sample `basedie run` summary
+lists exactly the bench runs `basedie run` does."""
 import re
+from collections import Counter
 from pathlib import Path
+
+from rtl.registry import BLOCKS
+from tb.benches import BENCHES
+from tb.runner import non_default
+from tb.verify import bench_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -46,3 +53,14 @@ def test_every_module_in_a_readme_module_table_exists() -> None:
     modules = table_modules(README)
     assert len(modules) > 20  # the rtl/mmu/ and sysmodel/ tables are read
     assert [m for m in sorted(modules) if not exists(m)] == []
+
+
+def test_the_sample_summary_lists_the_runs_basedie_run_does() -> None:
+    sample = README.split("\nblock          parameters", 1)[1].split("```", 1)[0].strip().splitlines()
+    _, *rows, last = sample  # the rest of the heading line, one row per run, the closing line
+    listed = Counter(tuple(row.split()[:2]) for row in rows)
+    runs = bench_runs(list(BENCHES))
+    done = Counter((name, ",".join(f"{k}={v}" for k, v in non_default(BLOCKS[name].params(**config)).items())
+                    or "(defaults)") for name, config in runs)
+    assert listed == done
+    assert last.startswith(f"{len(runs)} bench runs passed")

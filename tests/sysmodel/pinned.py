@@ -9,7 +9,7 @@ by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file
 A model change that moves a result must update the pinned file in the same commit, with a line in the commit
 message saying why:
 
-    python tests/sysmodel/pinned.py tests/sysmodel/pinned/<name>.json      # rewrite the expected values from a fresh run
+    python tests/sysmodel/pinned.py tests/sysmodel/pinned/<name>.json   # rewrite the expected values from a fresh run
 """
 import csv
 import json

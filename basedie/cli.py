@@ -1,5 +1,7 @@
 """The `basedie` command. A thin layer: each subcommand imports its packages only when it runs."""
 import argparse
+import contextlib
+import logging
 import math
 import os
 import re
@@ -20,14 +22,37 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = ["basedie", *(sys.argv[1:] if argv is None else argv)]
     try:
-        return args.run(args)
+        with _diagnostics(args.verbose):
+            return args.run(args)
     except UsageError as error:
         print(f"basedie {args.command}: error: {error}", file=sys.stderr)
         return 2
 
 
+@contextlib.contextmanager
+def _diagnostics(verbose: int):
+    """Show our packages' log records on stderr for one command: warnings always, `-v` adds info, `-vv` debug.
+    The handler goes on our packages' loggers, not the root's, and leaves with the command, so repeated `main`
+    calls in one process (tests) neither stack handlers nor change other libraries' logging."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("basedie", "rtl", "tb", "sysmodel")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="basedie", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log diagnostics to stderr (-v: what each step does, -vv: debug detail)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write the Verilog and manifest of registered blocks")

@@ -3,7 +3,7 @@
 that no bit number in the documentation is written by hand.
 
 `python -m rtl.port_table docs/ports.md` rewrites the generated part of the file (between the markers);
-`tests/test_port_table.py` fails when it is stale.
+`tests/rtl/test_port_table.py` fails when it is stale.
 """
 import enum
 import sys

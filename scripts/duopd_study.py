@@ -43,7 +43,8 @@ KNEE_FACTOR = 3.0
 # Fig. 9's load: the paper evaluates the policies "under prefill–decode interference" (§4.3) without a rate. Our
 # default (--fig9-load) is half of DuoPD's fixed-batch throughput, so prefill and decode overlap but queues stay short.
 FIG9_LOAD = 0.5
-# Fig. 9 TBT, the issue's workload: 48 requests of 16K → 256 tokens, decode batch capped at 16.
+# Fig. 9 TBT: the paper's batch 16 at 16K context (§4.3); the request count and output length are our choice:
+# 48 requests of 16K → 256 tokens, decode batch capped at 16.
 FIG9_TBT = FixedBatch(requests=48, input_len=16384, output_len=256)
 # The paper's TBT condition is decode at batch 16 (§4.3). With 256-token outputs a request finishes decoding
 # (~1.3 s) before the next 16 prompts are prefilled (~0.5 s each on 8 GPUs), so decode never gets past batch 3;
@@ -54,8 +55,9 @@ TBT_BATCH = 16
 # Fig. 14 uses the low end of the Fig. 12 grid (§6.5 "even at the lowest QPS"): multiples of the estimate up to this.
 FIG14_MODELS = ("GPT3-175B", "Qwen3-235B-A22B")
 FIG14_MAX_LOAD = 0.5
-# Fig. 15 (the issue's workload): 32 prompts of 16K → 128 tokens, decode batch capped at 16. Prefill-bound: each
-# answer is decoded before the next prompt is prefilled, so decode batches stay near 1 (`decode_batch_mean`).
+# Fig. 15, our workload (the paper does not state one): 32 prompts of 16K → 128 tokens, decode batch capped at
+# 16. Prefill-bound: each answer is decoded before the next prompt is prefilled, so decode batches stay near 1
+# (`decode_batch_mean`).
 FIG15_WORKLOAD = FixedBatch(requests=32, input_len=16384, output_len=128)
 # Fig. 16: GPT3-175B, one batch of 16 requests per output length (§6.7).
 FIG16_OUTPUTS = (32, 128, 512)

@@ -351,7 +351,8 @@ def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
     lines += [f"| {c.item} | {c.what} | {c.seed} | {c.ours} | {c.why} |" for c in claims]
     text = "\n".join(lines) + "\n"
     (out / "headline.md").write_text(text)
-    with (out / "headline.csv").open("w", newline="") as handle:   # what tests/pinned/hbf_headline.json pins
+    # What tests/sysmodel/pinned/hbf_headline.json pins.
+    with (out / "headline.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, ["item", "what", "seed", "ours", "why"])
         writer.writeheader()
         writer.writerows({"item": c.item, "what": c.what, "seed": c.seed, "ours": c.ours, "why": c.why} for c in claims)

@@ -100,10 +100,9 @@ def _verified(table: VerifiedBlocks, block: str, prefer: dict[str, Any], command
 @dataclass(frozen=True)
 class PNMFigures:
     """Every hardware number of the PNM's compute, from the verified entries `hardware.pnm` names: the lane of
-    `lane_width` (its latency, its measured MACs per cycle and its design clock) and an array of `lanes` lanes
-    at that clock (the proof that so many lanes run in lockstep on one broadcast operand; its own width may be
-    narrower, as Amaranth cannot build a full-width array's ports)."""
-    lane_width: int
+    `hardware.pnm.lane_width` (its latency, its measured MACs per cycle, which include its width, and its design
+    clock) and an array of `lanes` lanes at that clock (the proof that so many lanes run in lockstep on one
+    broadcast operand; its own width may be narrower, as Amaranth cannot build a full-width array's ports)."""
     lanes: int
     clock_hz: float              # the lane's design clock (`design_clock_hz`), not the bench's time step
     latency_cycles: int
@@ -112,7 +111,7 @@ class PNMFigures:
     @classmethod
     def from_verified(cls, table: VerifiedBlocks, pnm: PNMArray) -> "PNMFigures":
         lane, array = pnm_entries(table, pnm)
-        return cls(lane.params["width"], int(array.params["lanes"]), float(lane.params["design_clock_hz"]),
+        return cls(int(array.params["lanes"]), float(lane.params["design_clock_hz"]),
                    int(lane.figures["latency_cycles"]), float(lane.figures["macs_per_cycle"]))
 
 

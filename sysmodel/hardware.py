@@ -75,7 +75,6 @@ class PNMArray:
     lanes: int                   # selects a verified pnm_array entry with this many lanes
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
-    buffer_bytes: int
     power_w: float               # per stack
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
 
@@ -136,11 +135,10 @@ PAPER_GPU = GPU(name="GB300-class, 8x HBM4", flops=2.5e15, power_w=1400.0, sms=1
 # [Hong et al., 2024a; Dally, 2020]).
 NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12)
 
-# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS), 1 MB buffer; 6.45 W per stack
+# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
 # (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
 # conservative 500 ns.
-PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, buffer_bytes=1 << 20, power_w=6.45,
-                     all_reduce_s=500e-9)
+PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, power_w=6.45, all_reduce_s=500e-9)
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM)
 

@@ -3,7 +3,9 @@
 Arrivals later than 1e7 s are counted from the first one (a trace stamped in epoch seconds would otherwise
 lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and a result that is not finite
 is an error, not a row of nulls."""
+import logging
 import math
+import time
 from dataclasses import asdict, dataclass, field, replace
 
 from basedie import verified
@@ -22,6 +24,8 @@ from .presets import PRESETS
 from .quantized import Quantization, dqb_entry
 from .systems import Setting
 from .workload import FixedBatch, PoissonArrivals
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,10 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     requests = _from_first_arrival(config.workload.generate())
     for request in requests:
         loop.at(request.arrival, lambda request=request: system.submit(request))
+    started = time.perf_counter()
     loop.run()
+    log.info("%s: %d requests on %s simulated in %.2f s", config.system, len(requests), model.name,
+             time.perf_counter() - started)
     unfinished = [r.id for r in requests if not r.done]
     if unfinished:  # a scheduling dead end is a bug, never a silent partial result
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
@@ -100,6 +107,8 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "verified_blocks": _used_figures(setting, config.system),
         "memory": asdict(layout) if layout is not None else "hbm",
     }
+    for name, used in resolved["verified_blocks"].items():
+        log.info("verified figures used: %s %s", name, used["params"])
     if system.hbf:
         resolved["hbf"] = {**asdict(config.hbf), "stack": asdict(system.hbf[0].stack),
                            "provenance": [asdict(p) for p in PROVENANCE]}

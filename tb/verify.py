@@ -1,4 +1,5 @@
 """Run the benches of registered blocks and turn what they measured into verified-table entries."""
+import logging
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import Manager
@@ -11,6 +12,8 @@ from rtl.registry import BLOCKS
 from .benches import BENCHES
 from .progress import Progress
 from .runner import CLOCK_PERIOD_NS, run_bench, run_name
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,8 @@ def planned_runs(names: list[str], params: Params | None, quick: bool,
         try:
             full = BLOCKS[block].params(**recorded)
         except (ValueError, TypeError) as error:
-            print(f"not re-measuring {block} {recorded} from {table}: no longer a valid parameter set ({error})")
+            log.warning("not re-measuring %s %s from %s: no longer a valid parameter set (%s)", block, recorded,
+                        table, error)
             continue
         if (block, full) not in known:
             runs.append(Run(block, full.as_dict(), requested=True))
@@ -97,6 +101,7 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
 def verify(runs: list[Run], waves: bool = False, jobs: int = 1, show_progress: bool = True) -> list[VerifiedEntry]:
     """Run the benches, `jobs` at a time (each is its own simulator process), showing progress; raises on the
     first failure. Each run's wall time is recorded for the next run's estimates."""
+    log.info("%d bench runs, %d at a time: %s", len(runs), max(jobs, 1), ", ".join(run.name for run in runs))
     progress = Progress([(run.name, stated_seconds(run)) for run in runs], jobs, waves, enabled=show_progress)
     with Manager() as manager, ProcessPoolExecutor(max(jobs, 1)) as pool:
         events = manager.Queue()

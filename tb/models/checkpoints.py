@@ -1,5 +1,5 @@
 """GPTQ (v1, v2, act-order) and AWQ GEMM INT4 checkpoints: packers, independent unpackers, each format's own
-reference dequantization, and the exact mapping onto the DQB's signed INT4 + zero point (shared FORMATS.md).
+reference dequantization, and the exact mapping onto the DQB's signed INT4 + zero point (docs/formats.md).
 
 The packers exist to generate fixtures (no real checkpoint is reachable here); the unpackers are written
 separately from them and are checked against hand-worked words. `to_dqb` turns a checkpoint into a
@@ -112,7 +112,7 @@ def unpack_awq(checkpoint: AWQCheckpoint) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _reference(q: np.ndarray, z: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """`(q - z) * s` in float32, then to float16 (FORMATS.md), all operands already per element."""
+    """`(q - z) * s` in float32, then to float16 (docs/formats.md), all operands already per element."""
     with np.errstate(over="ignore"):  # beyond 65504 the FP16 result is inf, as the DQB returns too
         return ((q.astype(np.float32) - z.astype(np.float32)) * scales.astype(np.float32)).astype(np.float16)
 

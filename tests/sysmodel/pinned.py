@@ -1,15 +1,15 @@
 """Pinned study results: a study's headline table checked in as expected values with tolerances.
 
-Each `tests/pinned/<name>.json` names the command that produces a CSV (`command`, run from the repository
+Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`, run from the repository
 root with this Python; `{out}` is a fresh folder), the CSV (`table`), the column whose value identifies a row
 (`key`), and per row the expected value of every pinned column (`expected`). Numeric columns (`numbers`) may
 move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match exactly. A study pins its results
-by adding one such file; `tests/test_pinned_results.py` runs every file it finds.
+by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file it finds.
 
 A model change that moves a result must update the pinned file in the same commit, with a line in the commit
 message saying why:
 
-    python tests/pinned.py tests/pinned/<name>.json      # rewrite the expected values from a fresh run
+    python tests/sysmodel/pinned.py tests/sysmodel/pinned/<name>.json   # rewrite the expected values from a fresh run
 """
 import csv
 import json
@@ -20,7 +20,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOLDER = Path(__file__).resolve().parent / "pinned"
 
 

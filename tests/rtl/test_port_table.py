@@ -3,7 +3,7 @@ from pathlib import Path
 
 from rtl import port_table
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "ports.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ports.md"
 
 
 def test_docs_tables_are_current() -> None:

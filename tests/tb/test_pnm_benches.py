@@ -6,19 +6,17 @@ import pytest
 
 from rtl.pnm.simd import latency_of
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
-from tb.verify import module_runs, run_ids
 
+from bench_runs import each_run, measure
 from planted import throttled
 
-RUNS = module_runs("tb.pnm.bench")
+pytestmark = pytest.mark.verilator
 
 
-@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
+@each_run("tb.pnm.bench")
 def test_bench(block_name: str, config: dict) -> None:
-    params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, BENCHES[block_name].module, params)
+    params, figures = measure(block_name, config)
 
     latency = latency_of(params)
     assert figures["latency_cycles_mlp"] == figures["latency_cycles_attention"] == latency

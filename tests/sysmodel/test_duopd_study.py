@@ -1,6 +1,6 @@
 """The DuoPD study script in quick mode: its files exist, the paper's values are carried over as stated, the sweeps
 cover their grids, queueing and utilization behave. Its results themselves are pinned
-(`tests/pinned/duopd_headline.json`, checked by `test_pinned_results.py` on the same run)."""
+(`tests/sysmodel/pinned/duopd_headline.json`, checked by `test_pinned_results.py` on the same run)."""
 import csv
 import importlib.util
 import math
@@ -11,7 +11,7 @@ import pytest
 
 import pinned
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "duopd_study.py"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")
 
 

@@ -1,4 +1,4 @@
-"""The stimulus reaches what the issue asks for: every rounding boundary, exhaustively."""
+"""The FP stimulus reaches every rounding boundary, exhaustively."""
 import numpy as np
 
 from tb.fp.stimulus import rounding_boundaries

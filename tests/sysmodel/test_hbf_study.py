@@ -11,7 +11,7 @@ import pytest
 
 from sysmodel.hbf.media import PROVENANCE
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")

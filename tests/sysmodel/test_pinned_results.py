@@ -1,5 +1,5 @@
 """Every study's headline results, recomputed (in the study's quick mode) and compared with the values pinned in
-`tests/pinned/*.json`: a model change that moves a result fails here until the pinned file is updated."""
+`tests/sysmodel/pinned/*.json`: a model change that moves a result fails here until the pinned file is updated."""
 import copy
 
 import pytest

@@ -160,7 +160,7 @@ def test_bad_parameters_name_the_field() -> None:
 
 
 def run_tables_script(argv: list[str]) -> None:
-    path = Path(__file__).parents[1] / "scripts" / "streamdq_tables.py"
+    path = Path(__file__).parents[2] / "scripts" / "streamdq_tables.py"
     spec = importlib.util.spec_from_file_location("streamdq_tables", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

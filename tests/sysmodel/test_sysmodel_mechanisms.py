@@ -47,7 +47,7 @@ def one_stack_hardware(lanes: int, stack_bandwidth: float) -> Hardware:
 
 def one_mac_lanes(lanes: int) -> PNMFigures:
     """`lanes` lanes of one MAC per cycle each, no pipeline latency, at `CLOCK_HZ`."""
-    return PNMFigures(lane_width=1, lanes=lanes, clock_hz=CLOCK_HZ, latency_cycles=0, macs_per_cycle=1.0)
+    return PNMFigures(lanes=lanes, clock_hz=CLOCK_HZ, latency_cycles=0, macs_per_cycle=1.0)
 
 
 def pnm_decode_seconds(lanes: int, batch: int, context: int, stack_bandwidth: float = 1e18,

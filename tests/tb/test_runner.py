@@ -43,6 +43,7 @@ def test_missing_icarus_names_the_os_package(monkeypatch) -> None:
         runner.prepare_toolchain("icarus")
 
 
+@pytest.mark.verilator
 def test_verilator_runs_start_from_a_recorded_random_state(tmp_path) -> None:
     """The build randomises every uninitialised bit; the run reports the seed it drew (and reuses a given one)."""
     from rtl.registry import BLOCKS

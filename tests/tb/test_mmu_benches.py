@@ -10,20 +10,19 @@ from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
-from tb.models import mmu as model
 from tb.runner import BenchFailed, run_bench
-from tb.verify import module_runs, run_ids
 
+from bench_runs import each_run, measure
 from planted import throttled
 
-RUNS = module_runs("tb.mmu.bench")
+pytestmark = pytest.mark.verilator
+
 SMALL = MMUParams(data_bits=32, queue_depth=4, gpu_outstanding=4, pending_entries=2, max_sub_requests=8)
 
 
-@pytest.mark.parametrize("config", [c for _, c in RUNS],
-                         ids=run_ids(RUNS))
-def test_bench(config: dict) -> None:
-    figures = run_bench("mmu", BENCHES["mmu"].module, MMUParams(**config))
+@each_run("tb.mmu.bench")
+def test_bench(block_name: str, config: dict) -> None:
+    _, figures = measure(block_name, config)
 
     assert figures["requests_per_cycle_saturated"] >= 0.99
     assert figures["latency_cycles_gpu"] >= 1 and figures["latency_cycles_pnm"] >= 1
@@ -31,14 +30,6 @@ def test_bench(config: dict) -> None:
     assert {point["policy"] for point in grid} == set(POLICIES)
     assert any(point["gpu_offered"] == point["pnm_offered"] == 1.0 for point in grid)
     assert figures["vectors_checked"] > 1000
-
-
-def test_bad_parameters_name_the_field() -> None:
-    for field, value in (("policy", "fair"), ("data_bits", 48), ("pending_entries", 0),
-                         ("wrr_weight_gpu", 0), ("address_bits", 8), ("protected_regions", -1),
-                         ("design_clock_hz", 0), ("data_bits", 65536)):
-        with pytest.raises(ValueError, match=field):
-            MMUParams(**{field: value})
 
 
 def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
@@ -52,31 +43,6 @@ def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
     results = ET.parse(next(tmp_path.glob("mmu-*/results.xml")))
     assert {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None} \
         == {"protection_faults"}
-
-
-def test_golden_protection_and_decomposition_by_hand() -> None:
-    limits = dict(request_bytes=32, max_sub_requests=32, buffer_rows=1024, memory_size=4096,
-                  regions=[(1024, 2048), (0, 0)])
-    def instr(base: int, size: int, store: bool, dest: int = 0) -> model.Instruction:
-        return model.Instruction(base=base, size=size, dest=dest, store=store, id=0)
-
-    assert model.fault(instr(1024, 32, True), **limits) == model.PROTECTED
-    assert model.fault(instr(992, 64, True), **limits) == model.PROTECTED      # overlaps the region's start
-    assert model.fault(instr(2048, 32, True), **limits) == model.NONE          # the limit is exclusive
-    assert model.fault(instr(1024, 1024, False), **limits) == model.NONE       # loads may read parameters
-    assert model.fault(instr(4064, 33, False), **limits) == model.OUT_OF_RANGE
-    assert model.fault(instr(4064, 32, False), **limits) == model.NONE
-    assert model.fault(instr(16, 32, False), **limits) == model.MALFORMED      # unaligned base
-    assert model.fault(instr(0, 1025, False), **limits) == model.MALFORMED     # more than 32 requests
-    assert model.fault(instr(0, 64, False, dest=1023), **limits) == model.MALFORMED  # rows overflow
-    assert model.sub_requests(instr(64, 70, False, dest=5), 32) == [
-        model.SubRequest(2, 0xFFFFFFFF, 5), model.SubRequest(3, 0xFFFFFFFF, 6), model.SubRequest(4, 0x3F, 7)]
-
-
-def test_golden_wrr_order_and_wait_statistics() -> None:
-    assert "".join(s[0] for s in model.wrr_sources(3, 1, 9)) == "gggpgggpg"
-    stats = model.wait_statistics(list(range(101)))
-    assert (stats["p50"], stats["p99"], stats["max"]) == (50.0, 99.0, 100.0)
 
 
 def test_an_mmu_issuing_every_other_cycle_halves_its_measured_rate_and_doubles_its_ii(monkeypatch, tmp_path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "compare_peers.py"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "compare_peers.py"
 
 
 @pytest.fixture(scope="module")

@@ -2,19 +2,17 @@
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.fp.stimulus import RANDOM_VECTORS
 from tb.models.fp import width
-from tb.runner import run_bench
-from tb.verify import module_runs, run_ids
 
-RUNS = module_runs("tb.fp.bench")
+from bench_runs import each_run, measure
+
+pytestmark = pytest.mark.verilator
 
 
-@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
+@each_run("tb.fp.bench")
 def test_bench(block_name: str, config: dict) -> None:
-    params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, BENCHES[block_name].module, params)
+    _, figures = measure(block_name, config)
 
     assert figures["latency_cycles"] == BLOCKS[block_name].component.latency
     assert figures["initiation_interval"] == 1

@@ -1,20 +1,16 @@
 """Build the DQB under Verilator and run its cocotb bench for every parameter set `pytest` proves."""
 import pytest
 
-from rtl.dqb.params import DQBParams
-from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
-from tb.runner import run_bench
-from tb.verify import module_runs
 
-RUNS = module_runs("tb.dqb.bench")
+from bench_runs import each_run, measure
+
+pytestmark = pytest.mark.verilator
 
 
-@pytest.mark.parametrize("config", [config for _, config in RUNS], ids=[c["rounding"] for _, c in RUNS])
-def test_bench(config: dict) -> None:
-    params = BLOCKS["dqb"].params(**config)
-    figures = run_bench("dqb", BENCHES["dqb"].module, params)
+@each_run("tb.dqb.bench")
+def test_bench(block_name: str, config: dict) -> None:
+    _, figures = measure(block_name, config)
 
     assert figures["beats_per_cycle"] == 1.0
     assert figures["initiation_interval"] == 1
@@ -31,13 +27,3 @@ def test_bench(config: dict) -> None:
         assert row["fraction"] == pytest.approx(sz_read_fraction(row["weight_bits"], row["group_size"]), abs=1e-6)
     assert 0.9 < figures["sz_buffer_hit_rate"] < 1
     assert figures["vectors_checked"] > 10_000
-
-
-@pytest.mark.parametrize("field,value", [
-    ("interface_bits", 48), ("internal_bits", 512), ("tag_bits", 4), ("request_table_bytes", 100),
-    ("request_table_entry_bytes", 8), ("sz_buffer_bytes", 64), ("outstanding_reads", 6), ("rounding", "up"),
-    ("design_clock_hz", 0), ("interface_bits", 65536), ("address_bits", 8),
-])
-def test_bad_parameters_name_the_field(field: str, value) -> None:
-    with pytest.raises(ValueError, match=field):
-        DQBParams(**{field: value})

@@ -11,7 +11,7 @@ import pytest
 
 from basedie import verified
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "streamdq_study.py"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "streamdq_study.py"
 
 
 def read(path: Path) -> list[dict]:

@@ -1,6 +1,10 @@
 """The shared bench parts behave as the benches assume (cocotb sampling semantics, probes, stream ends)."""
+import pytest
+
 from rtl.registry import BLOCKS
 from tb.runner import run_bench
+
+pytestmark = pytest.mark.verilator
 
 
 def test_bench_parts_selftest() -> None:

@@ -9,6 +9,8 @@ from rtl.fp import multiply
 from rtl.params import NoParams
 from tb.runner import BenchFailed, run_bench
 
+pytestmark = pytest.mark.verilator
+
 
 def failed_tests(block_name: str, runs) -> set[str]:
     """Run the bench on the (mutated) block and return the names of the cocotb tests that failed."""

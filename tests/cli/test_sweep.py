@@ -232,7 +232,7 @@ def test_a_folder_of_another_sweep_is_not_mixed_in(serial, tmp_path, capsys) -> 
 
 
 def test_the_shipped_example_is_a_valid_spec() -> None:
-    spec = load(Path(__file__).parents[1] / "examples" / "sweeps" / "duopd-lanes.toml", simulate_parser())
+    spec = load(Path(__file__).parents[2] / "examples" / "sweeps" / "duopd-lanes.toml", simulate_parser())
     points = spec.points(simulate_parser())
     assert spec.axes[0].name == "hw.pnm.lanes" and len(points) == math.prod(len(a.values) for a in spec.axes) >= 6
 

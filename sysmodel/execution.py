@@ -18,7 +18,7 @@ from .errors import ConfigError, require
 from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
 from .operators import Shard, Work
-from .perf import ROOFLINE, PerfModel
+from .perf import ROOFLINE, PerfModel, layer_seconds
 from basedie.verified import VerifiedBlocks, VerifiedEntry
 
 
@@ -40,8 +40,8 @@ class GPUExecution:
     """`shard.tp` GPUs running one iteration in tensor parallel, with a fraction of their SMs.
 
     Each operator's time comes from the performance model (`sysmodel.perf`; the roofline by default: the longer
-    of its compute time and its memory time), operators one after another, all-reduces not overlapped with
-    compute; `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's bandwidth-vs-SM curve
+    of its compute time and its memory time), operators one after another, all-reduces after them (or overlapped
+    with them when the model says so); `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's bandwidth-vs-SM curve
     (paper §3.2)."""
     hardware: Hardware
     shard: Shard
@@ -74,7 +74,7 @@ class GPUExecution:
         # two all-reduces per layer (after attention, after the MLP), half the bytes each
         reduce_s = perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * (layer_s + reduce_s) + head_s
+        seconds = layers * layer_seconds(perf, layer_s, reduce_s) + head_s
         flops = layers * layer_flops + head_flops
         hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
@@ -190,7 +190,7 @@ class PNMExecution:
         exchange_s = 2 * hw.pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
                                                                             hw.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * (layer_s + exchange_s) + head_s
+        seconds = layers * layer_seconds(self.perf, layer_s, exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
         hbm_per_stack = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes

@@ -19,7 +19,7 @@ per-iteration CPU overhead is charged (no public profile was obtained). Nothing 
 
 The roofline's all-reduce (`--allreduce`) is its ring bytes over the link (`bandwidth`, the default), NCCL's
 α–β cost (`alpha-beta`: a base latency and one per ring step, plus the ring bytes), or NCCL's choice between
-that ring and NVLink SHARP (`nvls`, on links that have it: one latency, the buffer once each way). Any model
+that ring and NVLink SHARP (`nvls`: one latency, the buffer once each way; on links without SHARP, the ring). Any model
 can overlap the tensor-parallel all-reduces with compute (`overlap`: a layer takes the longer of the two).
 """
 import csv
@@ -308,13 +308,10 @@ def perf_model(name: str, gpu: GPU, all_reduce: str = "bandwidth", link: Link | 
     if all_reduce != "bandwidth" and name != "roofline":
         raise ConfigError(f"--allreduce {all_reduce} applies to --perf-model roofline; {name} takes its "
                           f"all-reduces from the measured profiles")
-    if all_reduce == "nvls" and not (link and link.nvls):
-        raise ConfigError(f"--allreduce nvls: {link.name if link else 'this link'} has no NVLink SHARP "
-                          f"(NVSwitch generation 3 or later: h100-sxm5-80gb, h200, b200, gb300)")
     if name == "roofline":
         if all_reduce == "bandwidth":
             return Roofline(overlap=overlap) if overlap else ROOFLINE
-        return Roofline(all_reduce=AlphaBeta(link, nvls=all_reduce == "nvls"), overlap=overlap)
+        return Roofline(all_reduce=AlphaBeta(link, nvls=all_reduce == "nvls" and link.nvls), overlap=overlap)
     profiled = {GPU_PRESETS[preset].name: profile for profile, preset in PROFILED_GPUS.items()}
     if name == "measured":
         if gpu.name not in profiled:

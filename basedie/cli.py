@@ -561,8 +561,8 @@ def _fidelity_workload(args):
 def _add_effect_options(simulate) -> None:
     simulate.add_argument("--allreduce", default="bandwidth", metavar="MODEL",
                           help="roofline all-reduce: bandwidth (ring bytes over the link, default), alpha-beta "
-                               "(NCCL's latencies + ring bytes) or nvls (the faster of that ring and NVLink SHARP where the NVSwitch has it); "
-                               "see docs/fidelity.md")
+                               "(NCCL's latencies + ring bytes) or nvls (the faster of that ring and NVLink SHARP "
+                               "where the NVSwitch has it); see docs/fidelity.md")
     simulate.add_argument("--allreduce-overlap", action="store_true",
                           help="overlap tensor-parallel all-reduces with compute (a layer takes the longer of the two)")
     simulate.add_argument("--decode-hardware", default=None, metavar="NAME",

@@ -193,11 +193,11 @@ def _gpu_cost(setting: Setting, built: ServingSystem, shard: Shard) -> Callable:
 
 def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
                prefill_account: Accounting, decode_account: Accounting, shard: Shard,
-               roles: tuple[str, str] = ("prefill", "decode"), decode_sees_loads: bool = False) -> None:
+               roles: tuple[str, str] = ("prefill", "decode")) -> None:
     """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy); `roles`
     are the names the memory's `Sharing` knows them by."""
     loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
-    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, decode_sees_loads, kv=kv,
+    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, kv=kv,
                           max_batch=setting.max_batch, finished=built.finished.append, kv_reserved=True)
     prefill = PrefillServer(loop, roles[0], prefill_cost, prefill_account, memory, kv=kv, handoff=decode.submit)
     built.submit = prefill.submit
@@ -222,7 +222,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
                                       hw.gpus * hw.gpu.power_w, e_hbm),
         decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
-        shard=shard, roles=("gpu", "pnm"), decode_sees_loads=True)   # the MMU's wait depends on the GPU's load
+        shard=shard, roles=("gpu", "pnm"))
 
 
 def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> None:

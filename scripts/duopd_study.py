@@ -2,7 +2,7 @@
 put our figure next to the paper's for every headline claim.
 
     python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
-                                  [--workers N]
+                                  [--workers N] [--perf-model M] [--allreduce M] [--allreduce-overlap]
 
 Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
 metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the

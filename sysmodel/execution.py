@@ -56,8 +56,8 @@ class GPUExecution:
 
     Each operator's time comes from the performance model (`sysmodel.perf`; the roofline by default: the longer
     of its compute time and its memory time), operators one after another, all-reduces after them (or overlapped
-    with them when the model says so); `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's bandwidth-vs-SM curve
-    (paper §3.2)."""
+    with them when the model says so); `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's
+    bandwidth-vs-SM curve (paper §3.2)."""
     hardware: Hardware
     shard: Shard
     sm_fraction: float = 1.0

@@ -92,7 +92,8 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
     _require_finite_times(requests)
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
-                        sum(m.gpus * m.gpu.flops for m in machines), sum(m.gpus * m.gpu.memory.bandwidth for m in machines))
+                        sum(m.gpus * m.gpu.flops for m in machines),
+                        sum(m.gpus * m.gpu.memory.bandwidth for m in machines))
     for service in system.hbf:
         service.settle(math.inf)
     if system.hbf:

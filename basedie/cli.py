@@ -142,6 +142,7 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
     simulate.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
                           help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
     _add_fidelity_options(simulate)
+    _add_effect_options(simulate)
     _add_quantization(simulate)
     # High-Bandwidth Flash (issue 14, docs/hbf.md); the HBF flags need a layout with HBF stacks.
     hbf = simulate.add_argument_group("High-Bandwidth Flash (docs/hbf.md)")
@@ -458,7 +459,7 @@ def _simulation_config(args):
     hardware = with_overrides(resolve_hardware(args.hardware), overrides)
     return SimulationConfig(_fidelity_system(args), resolve_model(args.model), workload, hardware,
                             args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args),
-                            args.perf_model, args.memory, _hbf_options(args))
+                            args.perf_model, args.memory, _hbf_options(args), **_effect_options(args))
 
 
 def _quantization(args):
@@ -483,7 +484,8 @@ def _folder_name(args, config) -> str:
         + (f"_{args.activations}" if args.activations != "fp16" else "")
         + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else "")) + (
         f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
-        "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None))
+        "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None)
+        + _effect_suffix(args))
     w = config.workload
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
@@ -578,6 +580,29 @@ def _fidelity_workload(args):
                                  low, high)
     return GammaArrivals(args.qps, 1000 if args.requests is None else args.requests, lengths["input"],
                          lengths["output"], 1.0 if args.arrival_cv is None else args.arrival_cv, args.seed)
+
+
+# --- Modelling effects (issue 15): all-reduce pricing and overlap, a decode pool on other hardware. ---
+def _add_effect_options(simulate) -> None:
+    simulate.add_argument("--allreduce", default="bandwidth", metavar="MODEL",
+                          help="roofline all-reduce: bandwidth (ring bytes over the link, default), alpha-beta "
+                               "(NCCL's latencies + ring bytes) or nvls (the faster of that ring and NVLink SHARP "
+                               "where the NVSwitch has it); see docs/fidelity.md")
+    simulate.add_argument("--allreduce-overlap", action="store_true",
+                          help="overlap tensor-parallel all-reduces with compute (a layer takes the longer of the two)")
+    simulate.add_argument("--decode-hardware", default=None, metavar="NAME",
+                          help="--system pd / pd-*: the decode pool's hardware preset (the prefill pool runs on "
+                               "--hardware; the KV crosses the network between them)")
+
+
+def _effect_options(args) -> dict:
+    return {"all_reduce": args.allreduce, "overlap": args.allreduce_overlap, "decode_hardware": args.decode_hardware}
+
+
+def _effect_suffix(args) -> str:
+    return ((f"_ar-{args.allreduce}" if args.allreduce != "bandwidth" else "")
+            + ("_overlap" if args.allreduce_overlap else "")
+            + (f"_decode-{args.decode_hardware}" if args.decode_hardware else ""))
 
 
 def _print_summary(entries, seconds: float, table: Path) -> None:

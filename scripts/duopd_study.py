@@ -2,7 +2,7 @@
 put our figure next to the paper's for every headline claim.
 
     python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
-                                  [--workers N]
+                                  [--workers N] [--perf-model M] [--allreduce M] [--allreduce-overlap]
 
 Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
 metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the
@@ -25,7 +25,7 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 
 from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
-from sysmodel.perf import PERF_MODELS
+from sysmodel.perf import ALL_REDUCE_MODELS, PERF_MODELS
 from sysmodel.simulate import Result, SimulationConfig
 from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
@@ -113,14 +113,17 @@ class Claim:
 
 RUNS: dict[SimulationConfig, Run] = {}    # every simulation once (figures share some runs)
 CLIENT = []                               # the Dask client main() runs the grids on (none: this process)
-# How a GPU operator is priced in every run (`--perf-model`; `sysmodel.perf`).
+# How a GPU operator is priced in every run (`--perf-model`; `sysmodel.perf`), and its all-reduces
+# (`--allreduce`, `--allreduce-overlap`).
 PERF_MODEL = "roofline"
+COLLECTIVES = {"all_reduce": "bandwidth", "overlap": False}
 
 
 def prefetch(configs: Iterable[SimulationConfig]) -> None:
     """Simulate the configurations not yet run (under `PERF_MODEL`), in batches on the cluster (a figure's whole
     grid at once)."""
-    todo = list(dict.fromkeys(c for c in (replace(c, perf_model=PERF_MODEL) for c in configs) if c not in RUNS))
+    todo = list(dict.fromkeys(c for c in (replace(c, perf_model=PERF_MODEL, **COLLECTIVES) for c in configs)
+                              if c not in RUNS))
 
     def done(batch: list, results: list) -> None:
         RUNS.update((config, Run(config, *outcome)) for config, outcome in zip(batch, results))
@@ -130,7 +133,7 @@ def prefetch(configs: Iterable[SimulationConfig]) -> None:
 
 def run(config: SimulationConfig) -> Run:
     """The run of `config` under `PERF_MODEL`, or why it is impossible (`ConfigError`)."""
-    config = replace(config, perf_model=PERF_MODEL)
+    config = replace(config, perf_model=PERF_MODEL, **COLLECTIVES)
     prefetch([config])
     return RUNS[config]
 
@@ -618,12 +621,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--perf-model", default="roofline", choices=PERF_MODELS,
                         help="GPU performance model of every run (roofline-efficiency: the H100's measured "
                              "efficiencies on the paper's GPU)")
+    parser.add_argument("--allreduce", default="bandwidth", choices=ALL_REDUCE_MODELS,
+                        help="all-reduce model of the roofline (docs/fidelity.md)")
+    parser.add_argument("--allreduce-overlap", action="store_true", help="overlap all-reduces with compute")
     parser.add_argument("--fig9-load", type=float, default=FIG9_LOAD, metavar="X",
                         help=f"Fig. 9's Poisson rate as a multiple of DuoPD's estimated capacity (default "
                              f"{FIG9_LOAD:g}; the paper states none)")
     args = parser.parse_args(argv)
     global PERF_MODEL
     PERF_MODEL = args.perf_model
+    COLLECTIVES.update(all_reduce=args.allreduce, overlap=args.allreduce_overlap)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
     if not 0 < args.fig9_load < math.inf:

@@ -5,9 +5,11 @@ Every executor answers `cost(work, bandwidth_scale)` (the `Work` counts may be n
 block of consecutive iterations is priced at once): the iteration's time on all the devices of one
 instance working together, its FLOPs, HBM bytes and link bytes in total, and `offered`, the fraction of the
 memory bandwidth it asked for (what a co-runner on the same stacks competes with). `bandwidth_scale` < 1
-stretches the memory side of every operator when a co-runner wins part of the bandwidth.
+stretches the memory side of every operator when a co-runner wins part of the bandwidth. The GPU and PNM
+executors also take `share`: the scale an operator gets at its own offered load against the co-runners'
+(per-operator coupling; a memory-bound operator asks for more than the iteration's average and gets less).
 """
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -18,13 +20,26 @@ from .errors import ConfigError, require
 from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
 from .operators import Shard, Work
-from .perf import ROOFLINE, PerfModel
+from .perf import ROOFLINE, PerfModel, layer_seconds
 from basedie.verified import VerifiedBlocks, VerifiedEntry
 
 
 def _larger(work: Work):
     """Elementwise maximum for a block of iterations, the (much faster) builtin for one."""
     return np.maximum if isinstance(work.kv_read, np.ndarray) else max
+
+
+Share = Callable[[Any], Any]     # offered fraction of the bandwidth → the scale it obtains (arrays too)
+
+
+def _fraction(seconds_at_peak, seconds):
+    """The fraction of the peak bandwidth an operator asks for: its bytes' time at peak over its time (0 for an
+    operator that takes no time)."""
+    if isinstance(seconds, np.ndarray) or isinstance(seconds_at_peak, np.ndarray):
+        seconds = np.asarray(seconds, float)
+        return np.divide(seconds_at_peak, seconds, out=np.zeros(np.broadcast(seconds_at_peak, seconds).shape),
+                         where=seconds > 0)
+    return seconds_at_peak / seconds if seconds > 0 else 0.0
 
 
 class Cost(NamedTuple):
@@ -40,9 +55,9 @@ class GPUExecution:
     """`shard.tp` GPUs running one iteration in tensor parallel, with a fraction of their SMs.
 
     Each operator's time comes from the performance model (`sysmodel.perf`; the roofline by default: the longer
-    of its compute time and its memory time), operators one after another, all-reduces not overlapped with
-    compute; `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's bandwidth-vs-SM curve
-    (paper §3.2)."""
+    of its compute time and its memory time), operators one after another, all-reduces after them (or overlapped
+    with them when the model says so); `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's
+    bandwidth-vs-SM curve (paper §3.2)."""
     hardware: Hardware
     shard: Shard
     sm_fraction: float = 1.0
@@ -51,18 +66,27 @@ class GPUExecution:
     def __post_init__(self) -> None:
         require(0 < self.sm_fraction <= 1, f"SM fraction must be in (0, 1], got {self.sm_fraction}")
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
-        """`loads` (the co-runners' offered loads) do not matter to a GPU beyond its share."""
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
+             share: Share | None = None) -> Cost:
+        """`loads` (the co-runners' offered loads) do not matter to a GPU beyond its share; with `share`, each
+        operator's share is the one its own offered load obtains."""
         gpu, shard = self.hardware.gpu, self.shard
         flop_rate = gpu.flops * self.sm_fraction
         reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
         byte_rate = reachable * bandwidth_scale
         perf = self.perf
 
+        def op_seconds(op, tokens):
+            if share is None:
+                return perf.op_seconds(op, tokens, shard, flop_rate, byte_rate)
+            alone = perf.op_seconds(op, tokens, shard, flop_rate, reachable)
+            load = _fraction(op.bytes / gpu.memory.bandwidth, alone)
+            return perf.op_seconds(op, tokens, shard, flop_rate, reachable * share(load))
+
         def totals(ops, tokens) -> tuple[float, float, float]:
             seconds = flops = nbytes = 0.0
             for op in ops:
-                seconds += perf.op_seconds(op, tokens, shard, flop_rate, byte_rate)
+                seconds += op_seconds(op, tokens)
                 flops += op.flops
                 nbytes += op.weight_bytes + op.kv_bytes + op.act_bytes
             return seconds, flops, nbytes
@@ -74,7 +98,7 @@ class GPUExecution:
         # two all-reduces per layer (after attention, after the MLP), half the bytes each
         reduce_s = perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * (layer_s + reduce_s) + head_s
+        seconds = layers * layer_seconds(perf, layer_s, reduce_s) + head_s
         flops = layers * layer_flops + head_flops
         hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
@@ -154,8 +178,10 @@ class PNMExecution:
         """One PNM: every lane's multipliers, two FLOPs per MAC."""
         return self.figures.lanes * self.figures.macs_per_cycle * 2 * self.figures.clock_hz
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
-        """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait."""
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
+             share: Share | None = None) -> Cost:
+        """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait; with `share`, each operator streams at the
+        share its own offered load obtains."""
         hw, shard, lane = self.hardware, self.shard, self.figures
         stacks = hw.gpu.stacks
         stack_bandwidth = hw.gpu.stack.bandwidth
@@ -178,7 +204,8 @@ class PNMExecution:
                 alone_s = nbytes / stack_bandwidth
                 offered = alone_s / larger(compute_s, alone_s)
                 start_s = fixed_s + self.mmu.access_latency_s("pnm", {"gpu": gpu_load, "pnm": offered})
-                total += larger(compute_s, nbytes / byte_rate) + start_s
+                rate = byte_rate if share is None else stack_bandwidth * share(offered)
+                total += larger(compute_s, nbytes / rate) + start_s
                 hbm += nbytes
             return total, hbm
 
@@ -189,7 +216,7 @@ class PNMExecution:
         exchange_s = 2 * hw.pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
                                                                             hw.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * (layer_s + exchange_s) + head_s
+        seconds = layers * layer_seconds(self.perf, layer_s, exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
         hbm_per_stack = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes

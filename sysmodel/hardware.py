@@ -61,10 +61,14 @@ class GPU:
 
 @dataclass(frozen=True)
 class Link:
-    """A GPU's share of the scale-up fabric."""
+    """A GPU's share of a fabric: the scale-up NVLink within a server, or the network between servers."""
     name: str
     bandwidth: float             # bytes/s per GPU, one direction
     energy_per_bit: float        # J/bit
+    # The latency of one ring step of an all-reduce (`--allreduce alpha-beta`): NCCL's own tuning model
+    # (src/graph/tuning.cc, NCCL 2.19–2.23, hwLat, Ring/LL): 0.6 µs over NVLink, 1.0 µs over PCIe.
+    hop_latency_s: float = 0.6e-6
+    nvls: bool = False           # NVLink SHARP: the NVSwitch reduces in the switch (third-generation NVSwitch on)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,10 @@ class Hardware:
     link: Link
     pnm: PNMArray
     mc: MemoryController = HBM4_MC
+    # Between servers of `gpus_per_server` GPUs (KV transfers of PD instances on different servers); None: the
+    # `link` spans every GPU (one NVLink domain).
+    network: Link | None = None
+    gpus_per_server: int = 8
     # Fraction of HBM energy saved when decode data flows TSV → PNM instead of through the interposer
     # (paper §6.7, conservatively 7 % [Adhinarayanan et al., 2025]).
     pnm_hbm_energy_saving: float = 0.07
@@ -117,6 +125,10 @@ class Hardware:
         require(self.gpu.flops > 0, "hardware: GPU flops must be > 0")
         require(self.gpu.stacks >= 1, "hardware: GPU stacks must be >= 1")
         require(self.link.bandwidth > 0, "hardware: link bandwidth must be > 0 bytes/s")
+        require(self.network is None or self.network.bandwidth > 0, "hardware: network bandwidth must be > 0 bytes/s")
+        require(self.gpus_per_server >= 1, "hardware: gpus_per_server must be >= 1")
+        require(min(self.link.hop_latency_s, self.network.hop_latency_s if self.network else 0) >= 0,
+                "hardware: link latencies must be >= 0")
         require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
@@ -132,15 +144,19 @@ class Hardware:
 PAPER_GPU = GPU(name="GB300-class, 8x HBM4", flops=2.5e15, power_w=1400.0, sms=148, stacks=8)
 
 # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s each way [NVIDIA, 2025b], §6.1; 8 pJ/bit (§6.7,
-# [Hong et al., 2024a; Dally, 2020]).
-NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12)
+# [Hong et al., 2024a; Dally, 2020]). Fourth-generation NVSwitch with NVLink SHARP [NVIDIA GB300 NVL72 and
+# HGX B200 datasheets: "NVLink Switch ... SHARP in-network reductions"].
+NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
+# GB300 NVL72: one NVLink 5 domain of 72 GPUs [NVIDIA GB300 NVL72 datasheet: 130 TB/s NVLink bandwidth
+# = 72 × 1.8 TB/s], so two 8-GPU groups of the paper's machine talk over the same NVLink Switch.
+NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
 # The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
 # (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
 # conservative 500 ns.
 PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, power_w=6.45, all_reduce_s=500e-9)
 
-PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM)
+PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM, network=NVL72_NETWORK)
 
 # StreamDQ's GPU (paper 002 §5.1): NVIDIA A100 PCIe 40 GB, five HBM2 stacks. NVIDIA A100 datasheet (2021):
 # 312 TFLOPS dense FP16 tensor, 19.5 TFLOPS FP32, 1,555 GB/s, 40 GB, 250 W max TDP (PCIe 40 GB); 108 SMs at a

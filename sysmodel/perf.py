@@ -16,6 +16,11 @@ quantization at small token counts, launch floors, achieved bandwidth) over to t
 attention profiles are stored in Git LFS and were not obtainable: attention runs at the best compute and
 bandwidth efficiency any profiled GEMM reached, and never below the shortest measured kernel. No
 per-iteration CPU overhead is charged (no public profile was obtained). Nothing is fitted to a result.
+
+The roofline's all-reduce (`--allreduce`) is its ring bytes over the link (`bandwidth`, the default), NCCL's
+α–β cost (`alpha-beta`: a base latency and one per ring step, plus the ring bytes), or NCCL's choice between
+that ring and NVLink SHARP (`nvls`: one latency, the buffer once each way; on links without SHARP, the ring). Any model
+can overlap the tensor-parallel all-reduces with compute (`overlap`: a layer takes the longer of the two).
 """
 import csv
 import math
@@ -27,7 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from .errors import ConfigError
-from .hardware import GPU
+from .hardware import GPU, Link
 from .llm import BYTES_PER_VALUE
 from .operators import Op, Shard, ring_all_reduce_s
 from .presets import GPU_PRESETS
@@ -50,10 +55,46 @@ class PerfModel(Protocol):
 
     def all_reduce_seconds(self, nbytes: float, calls: int, parties: int, link_bandwidth: float) -> float: ...
 
+    overlap: bool          # all-reduces overlap the layer's compute: a layer takes the longer of the two
+
+
+def layer_seconds(perf: PerfModel, compute_s, reduce_s):
+    """One layer: its kernels and its all-reduces, one after the other or overlapped."""
+    return _larger(compute_s, reduce_s) if perf.overlap else compute_s + reduce_s
+
+
+# NCCL's cost model (src/graph/tuning.cc of NCCL 2.19–2.23, the version with NVLS): an all-reduce takes
+# latency + bytes / algorithm bandwidth. Ring (protocol LL): baseLat 6.6 µs + 2 (n − 1) steps × hwLat (the
+# link's `hop_latency_s`); NVLS (protocol Simple): baseLat 0 + hwLat NVLink 25 µs, and each GPU sends its
+# buffer into the switch once and receives the reduced buffer once. NCCL runs the faster of the two.
+RING_BASE_LATENCY_S = 6.6e-6
+NVLS_LATENCY_S = 25e-6
+ALL_REDUCE_MODELS = ("bandwidth", "alpha-beta", "nvls")
+
+
+def _smaller(a, b):
+    return np.minimum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else min(a, b)
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """An all-reduce over `link` as NCCL prices it: the α–β ring, or with `nvls` the faster of ring and NVLS."""
+    link: Link
+    nvls: bool = False
+
+    def seconds(self, nbytes, parties: int, link_bandwidth: float):
+        if parties <= 1:
+            return 0.0
+        ring = (RING_BASE_LATENCY_S + 2 * (parties - 1) * self.link.hop_latency_s
+                + ring_all_reduce_s(nbytes, parties, link_bandwidth))
+        return _smaller(ring, NVLS_LATENCY_S + nbytes / link_bandwidth) if self.nvls else ring
+
 
 @dataclass(frozen=True)
 class Roofline:
     name: str = "roofline"
+    all_reduce: AlphaBeta | None = None     # None: ring bytes over the link, no latency
+    overlap: bool = False
 
     def op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float) -> float:
         return _larger(op.flops / flop_rate, op.bytes / byte_rate)
@@ -62,6 +103,8 @@ class Roofline:
         return 0.0
 
     def all_reduce_seconds(self, nbytes: float, calls: int, parties: int, link_bandwidth: float) -> float:
+        if self.all_reduce is not None:
+            return calls * self.all_reduce.seconds(nbytes, parties, link_bandwidth)
         return ring_all_reduce_s(calls * nbytes, parties, link_bandwidth)
 
 
@@ -201,6 +244,7 @@ class Profiled:
     profile: Profile
     exact: bool
     name: str = field(default="measured")
+    overlap: bool = False
 
     def _matrix(self, op: Op, shard: Shard, roofline):
         m = shard.model
@@ -255,17 +299,26 @@ class Profiled:
 PERF_MODELS = ("roofline", "measured", "roofline-efficiency")
 
 
-def perf_model(name: str, gpu: GPU) -> PerfModel:
-    """The performance model `name` for `gpu` (measured only where that GPU was profiled)."""
+def perf_model(name: str, gpu: GPU, all_reduce: str = "bandwidth", link: Link | None = None,
+               overlap: bool = False) -> PerfModel:
+    """The performance model `name` for `gpu` (measured only where that GPU was profiled), its all-reduces over
+    `link` priced by `all_reduce` (roofline only: the profiles measured theirs) and overlapped with `overlap`."""
+    if all_reduce not in ALL_REDUCE_MODELS:
+        raise ConfigError(f"unknown all-reduce model {all_reduce!r}; choose one of {', '.join(ALL_REDUCE_MODELS)}")
+    if all_reduce != "bandwidth" and name != "roofline":
+        raise ConfigError(f"--allreduce {all_reduce} applies to --perf-model roofline; {name} takes its "
+                          f"all-reduces from the measured profiles")
     if name == "roofline":
-        return ROOFLINE
+        if all_reduce == "bandwidth":
+            return Roofline(overlap=overlap) if overlap else ROOFLINE
+        return Roofline(all_reduce=AlphaBeta(link, nvls=all_reduce == "nvls" and link.nvls), overlap=overlap)
     profiled = {GPU_PRESETS[preset].name: profile for profile, preset in PROFILED_GPUS.items()}
     if name == "measured":
         if gpu.name not in profiled:
             raise ConfigError(f"no measured profile for {gpu.name} (measured: {', '.join(profiled)}); "
                               f"use --perf-model roofline-efficiency")
-        return Profiled(load_profile(profiled[gpu.name]), exact=True)
+        return Profiled(load_profile(profiled[gpu.name]), exact=True, overlap=overlap)
     if name == "roofline-efficiency":
         nearest = profiled.get(gpu.name) or ("a100" if gpu.name.startswith("A100") else "h100")
-        return Profiled(load_profile(nearest), exact=False, name=name)
+        return Profiled(load_profile(nearest), exact=False, name=name, overlap=overlap)
     raise ConfigError(f"unknown performance model {name!r}; choose one of {', '.join(PERF_MODELS)}")

@@ -27,16 +27,33 @@ def _stack(name: str, stacks: int, capacity_bytes: float, bandwidth: float) -> M
                       HBM4_STACK.energy_per_byte)
 
 
-def _nvlink(name: str, bidirectional_bytes_per_s: float) -> Link:
-    return Link(name, bidirectional_bytes_per_s / 2, NVLINK5.energy_per_bit)
+def _nvlink(name: str, bidirectional_bytes_per_s: float, nvls: bool, hop_latency_s: float = 0.6e-6) -> Link:
+    return Link(name, bidirectional_bytes_per_s / 2, NVLINK5.energy_per_bit, hop_latency_s, nvls)
 
 
 # NVLink per GPU, bidirectional totals [NVIDIA A100 / H100 / H200 / B200 datasheets]: NVLink 3 600 GB/s,
 # NVLink 4 900 GB/s, NVLink 5 1.8 TB/s. A100 PCIe: PCIe Gen4 x16, 64 GB/s bidirectional [A100 PCIe datasheet].
-NVLINK3 = _nvlink("NVLink 3 (NVSwitch, DGX A100)", 600e9)
-NVLINK4 = _nvlink("NVLink 4 (NVSwitch, HGX H100/H200)", 900e9)
-NVLINK5_HGX = _nvlink("NVLink 5 (NVSwitch, HGX B200)", 1.8e12)
-PCIE4 = _nvlink("PCIe Gen4 x16", 64e9)
+# NVLink SHARP (NVLS) arrived with the third-generation NVSwitch of HGX H100 [NVIDIA H100 Tensor Core GPU
+# Architecture whitepaper, "NVLink Switch System ... SHARP"]; the A100's second-generation NVSwitch has none.
+# Ring-step latency over PCIe: NCCL's tuning model (src/graph/tuning.cc, hwLat PCI Ring/LL) 1.0 µs.
+NVLINK3 = _nvlink("NVLink 3 (NVSwitch, DGX A100)", 600e9, nvls=False)
+NVLINK4 = _nvlink("NVLink 4 (NVSwitch, HGX H100/H200)", 900e9, nvls=True)
+NVLINK5_HGX = _nvlink("NVLink 5 (NVSwitch, HGX B200)", 1.8e12, nvls=True)
+PCIE4 = _nvlink("PCIe Gen4 x16", 64e9, nvls=False, hop_latency_s=1.0e-6)
+
+
+def _infiniband(name: str, gbit_per_s: float) -> Link:
+    """One InfiniBand adapter per GPU (the DGX reference designs), `gbit_per_s` each way. No public per-bit
+    energy: the NVLink's (energies are indicative). Ring-step latency over the network: NCCL's tuning model
+    (src/graph/tuning.cc, hwLat NET Ring/LL) 2.7 µs."""
+    return Link(name, gbit_per_s * 1e9 / 8, NVLINK5.energy_per_bit, 2.7e-6)
+
+
+# NVIDIA DGX A100 datasheet: 8× single-port ConnectX-6 VPI, 200 Gb/s HDR InfiniBand (one per GPU, compute
+# fabric). DGX H100, DGX H200 and DGX B200 datasheets: 8× single-port ConnectX-7 VPI, 400 Gb/s NDR InfiniBand.
+# A100 PCIe servers have no reference design: the DGX A100's HDR adapter per GPU is assumed.
+HDR = _infiniband("InfiniBand HDR, 200 Gb/s per GPU (ConnectX-6)", 200)
+NDR = _infiniband("InfiniBand NDR, 400 Gb/s per GPU (ConnectX-7)", 400)
 
 GPU_PRESETS = {
     # NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOPS FP16 dense, 80 GB HBM2e at 2,039 GB/s (SXM),
@@ -63,10 +80,10 @@ GPU_PRESETS = {
 }
 
 PRESETS: dict[str, Hardware] = {
-    "a100-sxm4-80gb": Hardware(GPU_PRESETS["a100-sxm4-80gb"], 8, NVLINK3, PAPER_PNM),
-    "a100-pcie-40gb": Hardware(GPU_PRESETS["a100-pcie-40gb"], 8, PCIE4, PAPER_PNM),
-    "h100-sxm5-80gb": Hardware(GPU_PRESETS["h100-sxm5-80gb"], 8, NVLINK4, PAPER_PNM),
-    "h200": Hardware(GPU_PRESETS["h200"], 8, NVLINK4, PAPER_PNM),
-    "b200": Hardware(GPU_PRESETS["b200"], 8, NVLINK5_HGX, PAPER_PNM),
+    "a100-sxm4-80gb": Hardware(GPU_PRESETS["a100-sxm4-80gb"], 8, NVLINK3, PAPER_PNM, network=HDR),
+    "a100-pcie-40gb": Hardware(GPU_PRESETS["a100-pcie-40gb"], 8, PCIE4, PAPER_PNM, network=HDR),
+    "h100-sxm5-80gb": Hardware(GPU_PRESETS["h100-sxm5-80gb"], 8, NVLINK4, PAPER_PNM, network=NDR),
+    "h200": Hardware(GPU_PRESETS["h200"], 8, NVLINK4, PAPER_PNM, network=NDR),
+    "b200": Hardware(GPU_PRESETS["b200"], 8, NVLINK5_HGX, PAPER_PNM, network=NDR),
     "gb300": PAPER_HARDWARE,        # the DuoPD paper's GB300-class machine with HBM4 (§6.1)
 }

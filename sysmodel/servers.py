@@ -121,13 +121,12 @@ class Server:
     """Runs blocks of one or more iterations; subclasses say what work comes next and what it did."""
 
     def __init__(self, loop: EventLoop, role: str, cost: Callable[..., Cost], accounting: Accounting,
-                 memory: SharedMemory | None = None, sees_loads: bool = False) -> None:
+                 memory: SharedMemory | None = None) -> None:
         self.loop, self.role, self._cost, self.accounting, self.memory = loop, role, cost, accounting, memory
-        self.sees_loads = sees_loads    # the cost depends on the co-runners' loads, not only on the share
         self.busy = False
         self._work: Work | None = None
         self._offered: np.ndarray | list[float] = []   # what each iteration of the block asks for, alone
-        self._scales: np.ndarray | list[float] = []    # the bandwidth scale each iteration was priced at
+        self._pricing: tuple = ({}, 1.0)   # the co-runners' loads and the share the block was last priced at
         self._block: list[np.ndarray | list[float]] = []   # Cost fields, one value per iteration
         self._ends: np.ndarray = np.zeros(0)
         self._start = 0.0
@@ -145,25 +144,32 @@ class Server:
         """The bandwidth fraction the iteration in progress asks for (0 when idle): what co-runners see."""
         return float(self._offered[min(self._current(), len(self._offered) - 1)]) if self.busy else 0.0
 
-    def _shared(self, work: Work, offered, alone: Cost | None) -> tuple[Cost, float | np.ndarray]:
-        """The work's cost next to the co-runners busy now, and the bandwidth scale it got."""
+    def _situation(self, offered) -> tuple[dict[str, float | np.ndarray], tuple]:
+        """All loads on the memory now, and what pricing depends on: the co-runners' loads and the share."""
         loads = self.memory.loads(self.role, offered) if self.memory is not None else {}
-        if len(loads) <= 1:
-            return alone or self._cost(work), 1.0
-        scale = self.memory.scale(self.role, loads)
-        if alone is not None and not self.sees_loads and np.all(scale == 1.0):
-            return alone, scale
-        return self._cost(work, scale, loads), scale
+        corunners = {name: load for name, load in loads.items() if name != self.role}
+        return loads, (corunners, self.memory.scale(self.role, loads) if corunners else 1.0)
+
+    def _shared(self, work: Work, offered, alone: Cost | None) -> tuple[Cost, tuple]:
+        """The work's cost next to the co-runners busy now, each operator at the share its own offered load
+        obtains against their iteration loads; and what it was priced at (`_situation`)."""
+        loads, pricing = self._situation(offered)
+        if not pricing[0]:
+            return alone or self._cost(work), pricing
+        memory, role = self.memory, self.role
+
+        def share(load):
+            return memory.scale(role, {**loads, role: load})
+        return self._cost(work, pricing[1], loads, share), pricing
 
     def start(self, work: Work) -> None:
         """Start a block of iterations (one per element of the work's arrays); with co-runners each iteration
         gets the share its own offered load obtains, as if priced one at a time."""
         alone = self._cost(work)
-        cost, scale = self._shared(work, alone.offered, alone)
+        cost, self._pricing = self._shared(work, alone.offered, alone)
         count = np.size(cost.seconds)
         self._work = work
         self._offered = _per_iteration(alone.offered, count)
-        self._scales = _per_iteration(scale, count)
         self._block = [_per_iteration(field, count) for field in cost]
         self._start = self.loop.now
         self._priced = None
@@ -196,19 +202,17 @@ class Server:
             self.interrupt()
             return
         offered = float(self._offered[index])
-        loads = self.memory.loads(self.role, offered)
-        if not self.sees_loads and (self.memory.scale(self.role, loads) if len(loads) > 1 else 1.0) == \
-                self._scales[index]:
-            self.interrupt()      # the same share: the iteration in progress keeps its time
+        corunners, scale = self._situation(offered)[1]
+        if corunners == self._pricing[0] and scale == _at(self._pricing[1], index):
+            self.interrupt()      # the same co-runners and share: the iteration in progress keeps its time
             return
         if self._priced is not None and self._priced[0] == index:
             since, left = self._priced[1:]
         else:
             since, left = (self._ends[index - 1] if index else self._start), 1.0
         left *= (end - now) / (end - since) if np.isfinite(end) else 1.0
-        cost, scale = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        cost, self._pricing = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
         self._priced = (index, now, left)
-        self._scales[index] = scale
         self._ends = self._ends[:index + 1]
         self._ends[index] = now + left * cost.seconds
         self._block[0][index] = self._ends[index] - (self._ends[index - 1] if index else self._start)

@@ -22,7 +22,7 @@ from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
 from .presets import PRESETS
 from .quantized import Quantization, dqb_entry
-from .systems import Setting
+from .systems import Disaggregated, Setting
 from .workload import FixedBatch, PoissonArrivals
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,9 @@ class SimulationConfig:
     perf_model: str = "roofline"
     memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/hbf.md)
     hbf: HBFOptions = HBFOptions()
+    all_reduce: str = "bandwidth"        # bandwidth, alpha-beta or nvls (`sysmodel.perf`)
+    overlap: bool = False                # all-reduces overlapped with compute
+    decode_hardware: str | Hardware | None = None    # PD only: the decode pool's machine
 
 
 @dataclass
@@ -74,9 +77,14 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         if config.hbf.frame_cache_gib is not None:
             layout = replace(layout, frame_cache_gib=config.hbf.frame_cache_gib)
         hardware = layout.hardware(hardware)
+    decode_hardware = None if config.decode_hardware is None else resolve_hardware(config.decode_hardware)
+    require(decode_hardware is None or isinstance(spec, Disaggregated),
+            f"a decode pool on other hardware applies to PD deployments (pd, pd:PxT+DxU), not {config.system}")
+    require(decode_hardware is None or layout is None, "HBF layouts with a separate decode machine are not modelled")
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
                       config.max_batch, config.chunk_tokens, config.quantization, config.perf_model, layout,
-                      config.hbf)
+                      config.hbf, config.all_reduce, config.overlap, decode_hardware)
+    machines = [hardware] + ([decode_hardware] if decode_hardware is not None else [])
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = _from_first_arrival(config.workload.generate())
@@ -91,7 +99,8 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         raise RuntimeError(f"{len(unfinished)} requests never finished (first: {unfinished[:5]})")
     _require_finite_times(requests)
     summary = summarize(requests, system.accounts, hardware.link.energy_per_bit,
-                        hardware.gpus * hardware.gpu.flops, hardware.gpus * hardware.gpu.memory.bandwidth)
+                        sum(m.gpus * m.gpu.flops for m in machines),
+                        sum(m.gpus * m.gpu.memory.bandwidth for m in machines))
     for service in system.hbf:
         service.settle(math.inf)
     if system.hbf:
@@ -101,6 +110,8 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "system": config.system, "system_spec": repr(spec), "model": asdict(model),
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
         "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
+        "all_reduce": config.all_reduce, "allreduce_overlap": config.overlap,
+        "decode_hardware": _plain(asdict(decode_hardware)) if decode_hardware is not None else None,
         "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
         "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") or isinstance(spec, Colocated) else None,
         "quantization": asdict(config.quantization),

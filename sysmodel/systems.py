@@ -13,7 +13,7 @@ take; the DQB adds its power to the GPUs'.
 """
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from .arbitration import MMUArbitration
@@ -88,6 +88,9 @@ class Setting:
     perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
     layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
     hbf: HBFOptions = HBFOptions()
+    all_reduce: str = "bandwidth"        # how the roofline prices an all-reduce (`sysmodel.perf`)
+    overlap: bool = False                # all-reduces overlapped with compute
+    decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
@@ -97,7 +100,7 @@ class Setting:
 
     @property
     def perf(self) -> PerfModel:
-        return perf_model(self.perf_model, self.hardware.gpu)
+        return perf_model(self.perf_model, self.hardware.gpu, self.all_reduce, self.hardware.link, self.overlap)
 
     @property
     def chunk(self) -> int:
@@ -121,9 +124,9 @@ def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     if not setting.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
-    require(setting.perf_model == "roofline",
+    require(setting.perf_model == "roofline" and setting.all_reduce == "bandwidth" and not setting.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
-            f"{setting.perf_model}; use --perf-model roofline")
+            f"{setting.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
     return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
 
 
@@ -190,11 +193,11 @@ def _gpu_cost(setting: Setting, built: ServingSystem, shard: Shard) -> Callable:
 
 def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
                prefill_account: Accounting, decode_account: Accounting, shard: Shard,
-               roles: tuple[str, str] = ("prefill", "decode"), decode_sees_loads: bool = False) -> None:
+               roles: tuple[str, str] = ("prefill", "decode")) -> None:
     """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy); `roles`
     are the names the memory's `Sharing` knows them by."""
     loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
-    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, decode_sees_loads, kv=kv,
+    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, kv=kv,
                           max_batch=setting.max_batch, finished=built.finished.append, kv_reserved=True)
     prefill = PrefillServer(loop, roles[0], prefill_cost, prefill_account, memory, kv=kv, handoff=decode.submit)
     built.submit = prefill.submit
@@ -219,7 +222,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
                                       hw.gpus * hw.gpu.power_w, e_hbm),
         decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
-        shard=shard, roles=("gpu", "pnm"), decode_sees_loads=True)   # the MMU's wait depends on the GPU's load
+        shard=shard, roles=("gpu", "pnm"))
 
 
 def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> None:
@@ -259,29 +262,62 @@ def _single_gpu(spec: SingleGPU, setting: Setting, built: ServingSystem) -> None
     _chunked(spec, setting, built, gpus=1)
 
 
+def _placement(spec: Disaggregated, hw: Hardware, decode_hw: Hardware) -> tuple[list[int], list[int]]:
+    """The server each prefill and each decode instance runs on: instances fill servers of `gpus_per_server`
+    GPUs in order (prefill first), none split over two; a decode pool on other hardware has servers of its own."""
+    def place(pools: list[tuple[int, int]], machine: Hardware, first_server: int) -> list[int]:
+        servers, gpu = [], 0
+        for instances, tp in pools:
+            require(tp <= machine.gpus_per_server,
+                    f"an instance of TP{tp} does not fit in a server of {machine.gpus_per_server} GPUs")
+            for _ in range(instances):
+                if gpu % machine.gpus_per_server + tp > machine.gpus_per_server:
+                    gpu += machine.gpus_per_server - gpu % machine.gpus_per_server
+                servers.append(first_server + gpu // machine.gpus_per_server)
+                gpu += tp
+        require(gpu <= machine.gpus, f"the instances need {gpu} GPUs (none split over servers of "
+                                     f"{machine.gpus_per_server}), the hardware has {machine.gpus}")
+        return servers
+    prefill = (spec.prefill_instances, spec.prefill_tp)
+    decode = (spec.decode_instances, spec.decode_tp)
+    if decode_hw is hw:
+        servers = place([prefill, decode], hw, 0)
+        return servers[:spec.prefill_instances], servers[spec.prefill_instances:]
+    prefill_servers = place([prefill], hw, 0)
+    return prefill_servers, place([decode], decode_hw, prefill_servers[-1] + 1)
+
+
 def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) -> None:
+    """Prefill pool on `setting.hardware`, decode pool on `setting.decode_hardware` (or the same machine); the
+    KV moves over the NVLink between instances on one server, over the network between servers."""
     hw, loop, model = setting.hardware, built.loop, setting.model
+    decode_setting = replace(setting, hardware=setting.decode_hardware) if setting.decode_hardware else setting
+    dhw = decode_setting.hardware
     used = spec.prefill_instances * spec.prefill_tp + spec.decode_instances * spec.decode_tp
-    require(used <= hw.gpus, f"{built.name} needs {used} GPUs, the hardware has {hw.gpus}")
-    e_hbm = hw.gpu.stack.energy_per_byte
+    require(dhw is not hw or used <= hw.gpus, f"{built.name} needs {used} GPUs, the hardware has {hw.gpus}")
+    prefill_servers, decode_servers = _placement(spec, hw, dhw)
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
         decoders.append(DecodeServer(
-            loop, f"decode{index}", _gpu_cost(setting, built, decode_shard),
-            built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * hw.gpu.flops,
-                          spec.decode_tp * hw.gpu.memory.bandwidth, spec.decode_tp * setting.gpu_power_w, e_hbm),
-            kv=kv_pool(setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
+            loop, f"decode{index}", _gpu_cost(decode_setting, built, decode_shard),
+            built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
+                          spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
+                          dhw.gpu.stack.energy_per_byte),
+            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
             finished=built.finished.append))
     prefill_shard = Shard(model, spec.prefill_tp)
-    # KV moves from each prefill GPU to a decode GPU over NVLink: as many links as the smaller side has GPUs.
-    link_bandwidth = min(spec.prefill_tp, spec.decode_tp) * hw.link.bandwidth
+    # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the
+    # NVLink on one server and the slower of the two ends' network adapters between servers.
+    pairs = min(spec.prefill_tp, spec.decode_tp)
+    network = min((m.network or m.link).bandwidth for m in (hw, dhw))
     link_free = [0.0]
     transfer_account = built.account("KV transfer (NVLink)", "link", 0.0, 0.0, 0.0, 0.0)
 
-    def handoff(request: Request, pool: KVPool) -> None:
+    def handoff(request: Request, pool: KVPool, server: int) -> None:
         kv_bytes = request.input_len * model.kv_bytes_per_token
-        transfer_s = kv_bytes / link_bandwidth
+        target = min(range(len(decoders)), key=lambda d: len(decoders[d].running) + len(decoders[d].waiting))
+        transfer_s = kv_bytes / (pairs * (hw.link.bandwidth if decode_servers[target] == server else network))
         prefill_s = loop.now - request.prefill_start
         # Layer-wise: layer l's KV leaves once layer l is computed; the link is one FIFO resource.
         start = max(request.prefill_start + prefill_s / model.layers, link_free[0])
@@ -289,20 +325,20 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
         link_free[0] = done
         transfer_account.link_bytes += kv_bytes
         transfer_account.busy_s += transfer_s
-        target = min(decoders, key=lambda d: len(d.running) + len(d.waiting))
         # The prefill instance holds the KV until the decode instance admits the request.
-        loop.at(done, lambda: target.submit(request, admitted=lambda: pool.release(request)))
+        loop.at(done, lambda: decoders[target].submit(request, admitted=lambda: pool.release(request)))
 
     queue: deque[Request] = deque()
     prefillers = []
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
-        server = PrefillServer(
+        prefillers.append(PrefillServer(
             loop, f"prefill{index}", _gpu_cost(setting, built, prefill_shard),
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
-                          spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w, e_hbm),
-            kv=pool, handoff=lambda request, pool=pool: handoff(request, pool), queue=queue)
-        prefillers.append(server)
+                          spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w,
+                          hw.gpu.stack.energy_per_byte),
+            kv=pool, handoff=lambda request, pool=pool, server=prefill_servers[index]: handoff(request, pool, server),
+            queue=queue))
 
     def submit(request: Request) -> None:
         for decoder in decoders:

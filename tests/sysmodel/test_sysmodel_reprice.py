@@ -31,7 +31,7 @@ def run(changes: list[tuple[float, float]]) -> tuple[float, float]:
     memory = SharedMemory(tier)
     memory.users["other"] = SimpleNamespace(busy=True, offered=0.5, reprice=lambda: None)
 
-    def cost(work, scale=1.0, loads=None):
+    def cost(work, scale=1.0, loads=None, share=None):
         return Cost(10.0 / scale, 1.0, 1.0, 0.0, 1.0)
 
     server = OneIteration(loop, "me", cost, Accounting("me", "gpu", 1.0, 1.0, 0.0, 0.0), memory)

@@ -184,12 +184,12 @@ PEERS = {
 }
 
 
-def write_workloads(folder: Path) -> None:
+def write_workloads(folder: Path, workloads: dict[str, tuple[int, float, int, int]] = WORKLOADS) -> None:
     """Each workload as DistServe's custom JSON (start_time in s), a splitwise-sim trace CSV and a basedie
     JSON-lines trace, and splitwise-sim's top-level configuration."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "splitwise-peer.yaml").write_text(SPLITWISE_CONFIG)
-    for seed, (name, (count, rate, prompt, output)) in enumerate(WORKLOADS.items()):
+    for seed, (name, (count, rate, prompt, output)) in enumerate(workloads.items()):
         rng = np.random.default_rng(seed)
         arrivals = np.cumsum(rng.exponential(1 / rate, count))
         lengths = [np.clip(np.rint(rng.lognormal(np.log(mean) - np.log1p(0.09) / 2, np.sqrt(np.log1p(0.09)), count)),

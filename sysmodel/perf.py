@@ -17,6 +17,7 @@ attention profiles are stored in Git LFS and were not obtainable: attention runs
 bandwidth efficiency any profiled GEMM reached, and never below the shortest measured kernel. No
 per-iteration CPU overhead is charged (no public profile was obtained). Nothing is fitted to a result.
 """
+import bisect
 import csv
 import math
 from dataclasses import dataclass, field
@@ -75,8 +76,18 @@ class Curve:
         order = np.argsort(tokens)
         self.log_tokens = np.log(np.asarray(tokens, float)[order])
         self.efficiency = np.asarray(efficiency, float)[order]
+        self._xs, self._ys = self.log_tokens.tolist(), self.efficiency.tolist()
 
     def __call__(self, tokens):
+        if isinstance(tokens, (int, float, np.integer, np.floating)):
+            # one point, as np.interp computes it, without numpy's per-call cost (the simulator's hot path)
+            x, xs, ys = float(np.log(max(tokens, 1))), self._xs, self._ys
+            if x <= xs[0]:
+                return ys[0]
+            if x >= xs[-1]:
+                return ys[-1]
+            i = bisect.bisect_right(xs, x)
+            return (ys[i] - ys[i - 1]) / (xs[i] - xs[i - 1]) * (x - xs[i - 1]) + ys[i - 1]
         return np.interp(np.log(np.maximum(tokens, 1)), self.log_tokens, self.efficiency)
 
 
@@ -97,9 +108,7 @@ class Profile:
         return self.gemms[_nearest_shape(self.name, round(k), round(n))](tokens)
 
     def vector(self, kind: str, bytes_per_token: float, tokens):
-        table = self.vectors[kind]
-        nearest = min(table, key=lambda b: abs(math.log(b / bytes_per_token)))
-        return table[nearest](tokens)
+        return _nearest_vector(self.name, kind, bytes_per_token)(tokens)
 
     def all_reduce_latency_s(self, parties: int) -> float:
         """The measured time of the smallest all-reduce among the nearest GPU count profiled."""
@@ -188,6 +197,13 @@ def load_profile(name: str) -> Profile:
 def _nearest_shape(profile: str, k: int, n: int) -> tuple[int, int]:
     shapes = load_profile(profile).gemms
     return min(shapes, key=lambda s: math.log(s[0] / k) ** 2 + math.log(s[1] / n) ** 2)
+
+
+@cache
+def _nearest_vector(profile: str, kind: str, bytes_per_token: float) -> Curve:
+    """The curve of the profiled vector kernel of `kind` nearest in log(bytes per token)."""
+    table = load_profile(profile).vectors[kind]
+    return table[min(table, key=lambda b: abs(math.log(b / bytes_per_token)))]
 
 
 # The profiles and the preset each was measured on (Vidur: DGX A100 80 GB and DGX H100).

@@ -19,9 +19,9 @@ splitwise-sim configuration without its Ray launcher; it also prints every peer 
     python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N 300 \
         --arrival custom --workload DIR/W.json --tp-prefill 1 --tp-decode 1 --output-request-latency DIR/W.distserve.csv
     # splitwise-sim (Llama-2-70B, its measured `performance_model=db`), Python 3.11 with hydra-core 1.3.2, omegaconf,
-    # pandas, scipy, networkx, in its checkout, for W as above and each deployment D of SPLITWISE (baseline-a100,
-    # baseline-h100: one DGX, one TP8 instance that prefills and decodes; splitwise-h100: one prompt DGX + one token
-    # DGX, TP8 each, KV shipped at 200 GiB/s):
+    # pandas, scipy, networkx, in its checkout, for W as above and each splitwise-sim deployment D of PEERS
+    # (splitwise-baseline-a100/-h100: one DGX, one TP8 instance that prefills and decodes, -a100-tp4 the same at
+    # TP4; splitwise-pd-h100: one prompt DGX + one token DGX, TP8 each, KV shipped at 200 GiB/s):
     python run.py --config-dir DIR --config-name splitwise-peer trace.path=DIR/W.splitwise.csv \
         output_dir=DIR/W.D <the overrides of D>
     python scripts/compare_peers.py --end-to-end DIR
@@ -171,6 +171,12 @@ PEERS = {
         "a100-sxm4-80gb", 8, 2048,
         (*LLAMA, "start_state=baseline", "applications.0.scheduler=token_jsq", "cluster.servers.0.count=1",
          "cluster.servers.1.count=0")),
+    # the same at TP4 (splitwise-sim gives the one instance the whole server; TP sets its iteration times)
+    "splitwise-baseline-a100-tp4": Peer(
+        "{w}.splitwise-baseline-a100-tp4/detailed/0.csv", splitwise_latencies, "colocated:1x4:orca", "Llama-2-70B",
+        "a100-sxm4-80gb", 8, 2048,
+        (*LLAMA, "start_state=baseline", "start_state.instance.tensor_parallelism=4",
+         "applications.0.scheduler=token_jsq", "cluster.servers.0.count=1", "cluster.servers.1.count=0")),
     "splitwise-baseline-h100": Peer(
         "{w}.splitwise-baseline-h100/detailed/0.csv", splitwise_latencies, "colocated:1x8:orca", "Llama-2-70B",
         "h100-sxm5-80gb", 8, 2048,

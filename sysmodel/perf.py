@@ -217,6 +217,7 @@ class Profiled:
     profile: Profile
     exact: bool
     name: str = field(default="measured")
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def _matrix(self, op: Op, shard: Shard, roofline):
         m = shard.model
@@ -228,6 +229,21 @@ class Profiled:
         return roofline / self.profile.gemm(k, n, rows)
 
     def op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
+        if op.kind == "attention" or isinstance(op.flops, np.ndarray):
+            return self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
+        # weights × activations and vector kernels depend on the token count alone: the same few shapes recur
+        # in every iteration of a run, so each is interpolated once (the simulator's hot path)
+        # (keyed by the model's identity, the model kept alive beside its entries: hashing an LLM costs more)
+        memo = self._memo.get(id(shard.model))
+        if memo is None:
+            memo = self._memo[id(shard.model)] = (shard.model, {})
+        key = (op, tokens, shard.tp, flop_rate, byte_rate)
+        seconds = memo[1].get(key)
+        if seconds is None:
+            seconds = memo[1][key] = self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
+        return seconds
+
+    def _op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
         if op.kind == "attention":
             p = self.profile
             seconds = _larger(op.flops / (flop_rate * p.best_flop_efficiency),

@@ -249,12 +249,13 @@ def percentiles(latencies: dict[str, np.ndarray]) -> dict[tuple[str, int], float
     return {(key, q): float(np.percentile(latencies[key], q)) for key, q in METRICS}
 
 
-def end_to_end(folder: Path, perf_models=PERF_MODELS) -> list[dict]:
+def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS)) -> list[dict]:
     """ours / theirs at p50 and p90 of each metric, per peer output found in `folder`, workload and perf model."""
     rows = []
-    print(f"{'peer':24s} {'workload':10s} {'perf model':19s} "
+    print(f"{'peer':27s} {'workload':10s} {'perf model':19s} "
           + " ".join(f"{k.upper() + ' p' + str(q):>20s}" for k, q in METRICS))
-    for peer_name, peer in PEERS.items():
+    for peer_name in peers:
+        peer = PEERS[peer_name]
         for name in WORKLOADS:
             path = folder / peer.output.format(w=name)
             if not path.exists():
@@ -270,7 +271,7 @@ def end_to_end(folder: Path, perf_models=PERF_MODELS) -> list[dict]:
                     row[f"{key}_p{q}_ratio"] = round(a / b, 3)
                     cells.append(f"{a * 1e3:7.1f}/{b * 1e3:7.1f}={a / b:4.2f}")
                 rows.append(row)
-                print(f"{peer_name:24s} {name:10s} {perf:19s} " + " ".join(cells))
+                print(f"{peer_name:27s} {name:10s} {perf:19s} " + " ".join(cells))
     print("cells: ours ms / theirs ms = ratio")
     return rows
 
@@ -283,12 +284,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write-workloads", type=Path, metavar="DIR", help="write the end-to-end workloads here")
     parser.add_argument("--end-to-end", type=Path, metavar="DIR",
                         help="compare with the peers' per-request latencies found in DIR")
+    parser.add_argument("--peer", action="append", choices=PEERS, help="with --end-to-end: only these peers")
     args = parser.parse_args(argv)
     if args.write_workloads:
         write_workloads(args.write_workloads)
         print("\n".join(peer_commands(args.write_workloads)))
     if args.end_to_end:
-        rows = end_to_end(args.end_to_end)
+        rows = end_to_end(args.end_to_end, peers=args.peer or tuple(PEERS))
         if args.csv and rows:
             with open(args.csv, "w", newline="") as stream:
                 writer = csv.DictWriter(stream, fieldnames=list(rows[0]))

@@ -85,12 +85,23 @@ def _imports(text: str) -> tuple[tuple[int | None, str | None, tuple[str, ...]],
     """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`.
     Keyed by the text itself, so an edited file is parsed again; the entries of one table share most files."""
     found = []
-    for node in ast.walk(ast.parse(text)):
+    for node in _statements(ast.parse(text).body):
         if isinstance(node, ast.ImportFrom):
             found.append((node.level, node.module, tuple(alias.name for alias in node.names)))
         elif isinstance(node, ast.Import):
             found.append((None, None, tuple(alias.name for alias in node.names)))
     return tuple(found)
+
+
+def _statements(nodes: list) -> Iterable[ast.AST]:
+    """Every statement, nested ones included (an import is a statement, never inside an expression): what
+    `ast.walk` finds of them, without visiting every expression node."""
+    for node in nodes:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            child = getattr(node, name, None)
+            if isinstance(child, list):
+                yield from _statements(child)
 
 
 def sources(rtl_module: str, bench_module: str, root: Path | None = None) -> list[Path]:

@@ -162,32 +162,30 @@ def splitwise_latencies(path: Path) -> dict[str, np.ndarray]:
             for key, column in (("ttft", "ttft_times"), ("tpot", "tbt_times"), ("e2e", "response_times"))}
 
 
-LLAMA = ("applications.0.model_architecture=llama2-70b", "applications.0.model_size=llama2-70b-fp16")
-PEERS = {
-    "distserve": Peer("{w}.distserve.csv", distserve_latencies, "pd:1x1+1x1", "OPT-13B", "a100-sxm4-80gb", 8),
+def splitwise(name: str, system: str, hardware: str, *overrides: str) -> tuple[str, Peer]:
+    """A splitwise-sim deployment of Llama-2-70B (its `db` performance model) and ours on one (`a100`: DGX-A100)
+    or two 8-GPU servers; its outputs under `<workload>.<name>/`."""
+    a100 = hardware.startswith("a100")
+    servers = 2 if system.startswith("pd:") else 1
+    return name, Peer(f"{{w}}.{name}/detailed/0.csv", splitwise_latencies, system, "Llama-2-70B", hardware,
+                      8 * servers, 2048,
+                      ("applications.0.model_architecture=llama2-70b", "applications.0.model_size=llama2-70b-fp16",
+                       *overrides, f"cluster.servers.0.count={servers * a100}",
+                       f"cluster.servers.1.count={servers * (not a100)}"))
+
+
+BASELINE = ("start_state=baseline", "applications.0.scheduler=token_jsq")
+PEERS = dict([
+    ("distserve", Peer("{w}.distserve.csv", distserve_latencies, "pd:1x1+1x1", "OPT-13B", "a100-sxm4-80gb", 8)),
     # splitwise-sim's Splitwise instance: prompts first, mixed batches, 2,048 batch tokens: our orca scheduler.
-    "splitwise-baseline-a100": Peer(
-        "{w}.splitwise-baseline-a100/detailed/0.csv", splitwise_latencies, "colocated:1x8:orca", "Llama-2-70B",
-        "a100-sxm4-80gb", 8, 2048,
-        (*LLAMA, "start_state=baseline", "applications.0.scheduler=token_jsq", "cluster.servers.0.count=1",
-         "cluster.servers.1.count=0")),
+    splitwise("splitwise-baseline-a100", "colocated:1x8:orca", "a100-sxm4-80gb", *BASELINE),
     # the same at TP4 (splitwise-sim gives the one instance the whole server; TP sets its iteration times)
-    "splitwise-baseline-a100-tp4": Peer(
-        "{w}.splitwise-baseline-a100-tp4/detailed/0.csv", splitwise_latencies, "colocated:1x4:orca", "Llama-2-70B",
-        "a100-sxm4-80gb", 8, 2048,
-        (*LLAMA, "start_state=baseline", "start_state.instance.tensor_parallelism=4",
-         "applications.0.scheduler=token_jsq", "cluster.servers.0.count=1", "cluster.servers.1.count=0")),
-    "splitwise-baseline-h100": Peer(
-        "{w}.splitwise-baseline-h100/detailed/0.csv", splitwise_latencies, "colocated:1x8:orca", "Llama-2-70B",
-        "h100-sxm5-80gb", 8, 2048,
-        (*LLAMA, "start_state=baseline", "applications.0.scheduler=token_jsq", "cluster.servers.0.count=0",
-         "cluster.servers.1.count=1")),
-    "splitwise-pd-h100": Peer(
-        "{w}.splitwise-pd-h100/detailed/0.csv", splitwise_latencies, "pd:1x8+1x8", "Llama-2-70B",
-        "h100-sxm5-80gb", 16, 2048,
-        (*LLAMA, "start_state=splitwise", "start_state.split_type=homogeneous", "applications.0.scheduler=kv_round_robin",
-         "cluster.servers.0.count=0", "cluster.servers.1.count=2")),
-}
+    splitwise("splitwise-baseline-a100-tp4", "colocated:1x4:orca", "a100-sxm4-80gb", *BASELINE,
+              "start_state.instance.tensor_parallelism=4"),
+    splitwise("splitwise-baseline-h100", "colocated:1x8:orca", "h100-sxm5-80gb", *BASELINE),
+    splitwise("splitwise-pd-h100", "pd:1x8+1x8", "h100-sxm5-80gb", "start_state=splitwise",
+              "start_state.split_type=homogeneous", "applications.0.scheduler=kv_round_robin"),
+])
 
 
 def write_workloads(folder: Path, workloads: dict[str, tuple[int, float, int, int]] = WORKLOADS) -> None:

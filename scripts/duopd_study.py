@@ -26,8 +26,9 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 
 from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
-from sysmodel.perf import PERF_MODELS
-from sysmodel.simulate import Result, SimulationConfig
+from sysmodel.errors import ConfigError
+from sysmodel.perf import PERF_MODELS, perf_model
+from sysmodel.simulate import Result, SimulationConfig, resolve_hardware
 from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
@@ -646,6 +647,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.side_by_side:
         print(side_by_side(args.side_by_side), end="")
         return
+    try:  # every run is on the paper's machine: refuse a model that cannot price its GPU before running any
+        perf_model(args.perf_model, resolve_hardware(SimulationConfig.hardware).gpu)
+    except ConfigError as error:
+        parser.error(f"--perf-model {args.perf_model}: {error}")
     global PERF_MODEL
     PERF_MODEL = args.perf_model
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]

@@ -1,4 +1,5 @@
-"""scripts/duopd_study.py --side-by-side: finished studies' headline tables become one, a column per study."""
+"""scripts/duopd_study.py: finished studies' headline tables side by side (a column per study), and a performance
+model that cannot price the paper's GPU refused up front."""
 import csv
 import importlib.util
 from pathlib import Path
@@ -43,3 +44,11 @@ def test_studies_of_different_claims_are_refused(study, tmp_path) -> None:
     b = headline(tmp_path / "b", [1.0, 1.0], claims=("other", "TPOT"))
     with pytest.raises(SystemExit, match="different claims"):
         study.main(["--side-by-side", str(a), str(b)])
+
+
+def test_a_model_that_cannot_price_the_papers_gpu_is_refused_before_any_run(study, tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--quick", "--perf-model", "measured", "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert "no measured profile for GB300" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

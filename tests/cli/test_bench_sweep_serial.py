@@ -1,6 +1,7 @@
 """scripts/bench_sweep.py with `--workers 0`: the serial run alone (it crashed on the missing cluster)."""
-import importlib.util
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -9,10 +10,7 @@ SCRIPT = Path(__file__).parents[2] / "scripts" / "bench_sweep.py"
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("bench_sweep", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT)))
 
 
 def test_workers_zero_runs_the_serial_points_only(script, capsys) -> None:

@@ -1,8 +1,9 @@
 """scripts/duopd_study.py: finished studies' headline tables side by side (a column per study), and a performance
 model that cannot price the paper's GPU refused up front."""
 import csv
-import importlib.util
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,10 +13,7 @@ FIELDS = ["figure", "claim", "paper_relation", "paper", "ours", "deviation", "de
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("duopd_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT)))
 
 
 def headline(folder: Path, ours: list[float], claims=("speed-up | low", "TPOT")) -> Path:

@@ -1,9 +1,10 @@
 """scripts/compare_peers.py end to end: the peers' per-request output formats are read as documented (hand-written
 sample files, hand-computed percentiles) and the workload writer produces each peer's input format."""
 import csv
-import importlib.util
+import runpy
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,10 +15,7 @@ SAMPLES = Path(__file__).parent / "peer_samples"
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("compare_peers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT)))
 
 
 def test_distserve_latencies_in_ms_become_seconds(script) -> None:

@@ -16,7 +16,7 @@ splitwise-sim configuration without its Ray launcher; it also prints every peer 
     python scripts/compare_peers.py --write-workloads DIR
     # DistServe (OPT-13B, one TP1 prefill + one TP1 decode instance, A100-80GB), Python 3.11 with simpy and pandas,
     # in its checkout, for W in chat longprompt highload:
-    python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N 300 \
+    python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N <requests> \
         --arrival custom --workload DIR/W.json --tp-prefill 1 --tp-decode 1 --output-request-latency DIR/W.distserve.csv
     # splitwise-sim (Llama-2-70B, its measured `performance_model=db`), Python 3.11 with hydra-core 1.3.2, omegaconf,
     # pandas, scipy, networkx, in its checkout, for W as above and each splitwise-sim deployment D of PEERS

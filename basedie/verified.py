@@ -22,6 +22,7 @@ import platform
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +69,39 @@ def _imported_sources(module: str, package: str, root: Path) -> dict[str, Path]:
             continue
         found[name] = path
         here = parts if path.name == "__init__.py" else parts[:-1]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                base = here[:len(here) - node.level + 1] if node.level else []
-                target = base + (node.module.split(".") if node.module else [])
-                pending.append(".".join(target))
-                pending.extend(".".join(target + [alias.name]) for alias in node.names)  # submodules
-            elif isinstance(node, ast.Import):
-                pending.extend(alias.name for alias in node.names)
+        for level, module_name, names in _imports(path.read_text()):
+            if level is None:
+                pending.extend(names)
+                continue
+            base = here[:len(here) - level + 1] if level else []
+            target = base + (module_name.split(".") if module_name else [])
+            pending.append(".".join(target))
+            pending.extend(".".join(target + [name]) for name in names)  # submodules
     return found
+
+
+@cache
+def _imports(text: str) -> tuple[tuple[int | None, str | None, tuple[str, ...]], ...]:
+    """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`.
+    Keyed by the text itself, so an edited file is parsed again; the entries of one table share most files."""
+    found = []
+    for node in _statements(ast.parse(text).body):
+        if isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module, tuple(alias.name for alias in node.names)))
+        elif isinstance(node, ast.Import):
+            found.append((None, None, tuple(alias.name for alias in node.names)))
+    return tuple(found)
+
+
+def _statements(nodes: list) -> Iterable[ast.AST]:
+    """Every statement, nested ones included (an import is a statement, never inside an expression): what
+    `ast.walk` finds of them, without visiting every expression node."""
+    for node in nodes:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            child = getattr(node, name, None)
+            if isinstance(child, list):
+                yield from _statements(child)
 
 
 def sources(rtl_module: str, bench_module: str, root: Path | None = None) -> list[Path]:

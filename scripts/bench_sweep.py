@@ -1,7 +1,7 @@
 """How fast `basedie sweep` runs points: a DuoPD grid serially in one process vs on a LocalCluster, and what Dask
 costs per point.
 
-    python scripts/bench_sweep.py [--points 2000] [--workers 2 | --scheduler tcp://HOST:PORT]
+    python scripts/bench_sweep.py [--points 2000] [--workers 2 | --workers 0 | --scheduler tcp://HOST:PORT]
 
 The grid: LLaMA2-70B on DuoPD, a fixed batch of 4 requests of 2,048 tokens, PNM power 1..40 W per stack x output
 lengths 4..200 (the first `--points` of it). Timed: the points through `basedie.sweep.compute` (the engine `basedie sweep`
@@ -45,9 +45,12 @@ def timed(function, *args, client=None) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="LocalCluster worker processes")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="LocalCluster worker processes (0: the serial run only)")
     parser.add_argument("--scheduler", default=None, help="use this running cluster instead of a LocalCluster")
     args = parser.parse_args(argv)
+    if args.workers < 0:
+        parser.error("--workers must be >= 0")
     from basedie.sweep import Cluster
 
     options = grid(args.points)
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
           f"CPU {1e3 * serial_cpu / n:6.2f} ms/point  (table loaded once before, {load:.2f} s)")
     start = time.perf_counter()
     with Cluster(args.scheduler, args.workers) as client:
+        if client is None:  # --workers 0 and no --scheduler: nothing to compare the serial run with
+            print(f"load average {os.getloadavg()[0]:.1f} at the end; {len(failed)} points failed")
+            return 1 if failed else 0
         started = time.perf_counter() - start
         workers = len(client.nthreads())
         client.run(sweep._context)   # what every worker pays once, like the serial run's table load

@@ -9,23 +9,33 @@ and splitwise-sim's measured iteration database (`data/perf_model.csv`: `prompt_
 `token_time` per output token, in ms), prices the same iterations with each `--perf-model`, and prints
 ours / theirs per point. Nothing from either file is used by sysmodel.
 
-End to end against DistServe's simulator (three workloads this script writes; OPT-13B, one TP1 prefill and one
-TP1 decode instance on A100-80GB):
+End to end (`--write-workloads DIR` writes three workloads, each as DistServe's custom JSON `W.json`, as a
+splitwise-sim trace `W.splitwise.csv` and as a basedie trace `W.jsonl`, plus `splitwise-peer.yaml`, a top-level
+splitwise-sim configuration without its Ray launcher; it also prints every peer command below):
 
     python scripts/compare_peers.py --write-workloads DIR
-    # in a DistServe checkout, with simpy and pandas installed, for W in chat longprompt highload:
-    python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N 300 \
+    # DistServe (OPT-13B, one TP1 prefill + one TP1 decode instance, A100-80GB), Python 3.11 with simpy and pandas,
+    # in its checkout, for W in chat longprompt highload:
+    python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b --N <requests> \
         --arrival custom --workload DIR/W.json --tp-prefill 1 --tp-decode 1 --output-request-latency DIR/W.distserve.csv
+    # splitwise-sim (Llama-2-70B, its measured `performance_model=db`), Python 3.11 with hydra-core 1.3.2, omegaconf,
+    # pandas, scipy, networkx, in its checkout, for W as above and each splitwise-sim deployment D of PEERS
+    # (splitwise-baseline-a100/-h100: one DGX, one TP8 instance that prefills and decodes, -a100-tp4 the same at
+    # TP4; splitwise-pd-h100: one prompt DGX + one token DGX, TP8 each, KV shipped at 200 GiB/s):
+    python run.py --config-dir DIR --config-name splitwise-peer trace.path=DIR/W.splitwise.csv \
+        output_dir=DIR/W.D <the overrides of D>
     python scripts/compare_peers.py --end-to-end DIR
 
-replays `DIR/W.jsonl` through `basedie`'s `pd:1x1+1x1` on `a100-sxm4-80gb` under each `--perf-model` and prints
-p50/p90 TTFT and TPOT beside DistServe's, with TPOT as DistServe defines it: (last token − first token) /
-output tokens.
+replays `DIR/W.jsonl` through the same deployment in `basedie` under each `--perf-model` and prints p50/p90 TTFT,
+TPOT and E2E beside each peer's (every peer whose output is in DIR), with TPOT as both peers define it: (last
+token − first token) / output tokens.
 """
 import argparse
 import csv
 import json
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -94,11 +104,96 @@ def splitwise_points(root: Path):
 # name → (requests, Poisson rate per s, mean prompt tokens, mean output tokens); lognormal lengths with cv 0.3.
 WORKLOADS = {"chat": (300, 2.0, 256, 128), "longprompt": (200, 0.5, 2048, 64), "highload": (300, 6.0, 256, 128)}
 
+# splitwise-sim's top level (its configs/config.yaml) with the defaults these runs use and no Ray launcher; hydra
+# reads the groups from the checkout's configs/ and this file from --config-dir.
+SPLITWISE_CONFIG = """\
+defaults:
+  - cluster: dgx-h100
+  - router: noop
+  - arbiter: noop
+  - hardware_repo: default
+  - model_repo: default
+  - orchestrator_repo: default
+  - performance_model: db
+  - power_model: constant
+  - applications: solo
+  - trace: test_trace
+  - start_state: baseline
+  - _self_
+end_time: 86400
+debug: false
+seed: 0
+choices: ${hydra:runtime.choices}
+output_dir: out
+hydra:
+  run:
+    dir: ${output_dir}
+  job:
+    chdir: true
+"""
 
-def write_workloads(folder: Path) -> None:
-    """Each workload as DistServe's custom JSON (start_time in s) and as a basedie JSON-lines trace."""
+
+@dataclass(frozen=True)
+class Peer:
+    """One peer deployment and ours: where its per-request output is, how to read it, what we replay it on."""
+    output: str                  # relative to the workload folder; {w} is the workload
+    read: Callable[[Path], dict[str, np.ndarray]]
+    system: str
+    model: str
+    hardware: str
+    gpus: int
+    chunk_tokens: int | None = None
+    overrides: tuple[str, ...] = ()   # splitwise-sim's hydra overrides
+
+
+def distserve_latencies(path: Path) -> dict[str, np.ndarray]:
+    """Seconds per request from DistServe's `--output-request-latency` CSV (its columns are in ms)."""
+    with open(path, newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    return {key: np.array([float(r[column]) for r in rows]) / 1e3
+            for key, column in (("ttft", "first_token_latency"), ("tpot", "tpot"), ("e2e", "total_latency"))}
+
+
+def splitwise_latencies(path: Path) -> dict[str, np.ndarray]:
+    """Seconds per request from splitwise-sim's `detailed/<application>.csv` (`tbt_times` is (E2E − TTFT) / tokens)."""
+    with open(path, newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    return {key: np.array([float(r[column]) for r in rows])
+            for key, column in (("ttft", "ttft_times"), ("tpot", "tbt_times"), ("e2e", "response_times"))}
+
+
+def splitwise(name: str, system: str, hardware: str, *overrides: str) -> tuple[str, Peer]:
+    """A splitwise-sim deployment of Llama-2-70B (its `db` performance model) and ours on one (`a100`: DGX-A100)
+    or two 8-GPU servers; its outputs under `<workload>.<name>/`."""
+    a100 = hardware.startswith("a100")
+    servers = 2 if system.startswith("pd:") else 1
+    return name, Peer(f"{{w}}.{name}/detailed/0.csv", splitwise_latencies, system, "Llama-2-70B", hardware,
+                      8 * servers, 2048,
+                      ("applications.0.model_architecture=llama2-70b", "applications.0.model_size=llama2-70b-fp16",
+                       *overrides, f"cluster.servers.0.count={servers * a100}",
+                       f"cluster.servers.1.count={servers * (not a100)}"))
+
+
+BASELINE = ("start_state=baseline", "applications.0.scheduler=token_jsq")
+PEERS = dict([
+    ("distserve", Peer("{w}.distserve.csv", distserve_latencies, "pd:1x1+1x1", "OPT-13B", "a100-sxm4-80gb", 8)),
+    # splitwise-sim's Splitwise instance: prompts first, mixed batches, 2,048 batch tokens: our orca scheduler.
+    splitwise("splitwise-baseline-a100", "colocated:1x8:orca", "a100-sxm4-80gb", *BASELINE),
+    # the same at TP4 (splitwise-sim gives the one instance the whole server; TP sets its iteration times)
+    splitwise("splitwise-baseline-a100-tp4", "colocated:1x4:orca", "a100-sxm4-80gb", *BASELINE,
+              "start_state.instance.tensor_parallelism=4"),
+    splitwise("splitwise-baseline-h100", "colocated:1x8:orca", "h100-sxm5-80gb", *BASELINE),
+    splitwise("splitwise-pd-h100", "pd:1x8+1x8", "h100-sxm5-80gb", "start_state=splitwise",
+              "start_state.split_type=homogeneous", "applications.0.scheduler=kv_round_robin"),
+])
+
+
+def write_workloads(folder: Path, workloads: dict[str, tuple[int, float, int, int]] = WORKLOADS) -> None:
+    """Each workload as DistServe's custom JSON (start_time in s), a splitwise-sim trace CSV and a basedie
+    JSON-lines trace, and splitwise-sim's top-level configuration."""
     folder.mkdir(parents=True, exist_ok=True)
-    for seed, (name, (count, rate, prompt, output)) in enumerate(WORKLOADS.items()):
+    (folder / "splitwise-peer.yaml").write_text(SPLITWISE_CONFIG)
+    for seed, (name, (count, rate, prompt, output)) in enumerate(workloads.items()):
         rng = np.random.default_rng(seed)
         arrivals = np.cumsum(rng.exponential(1 / rate, count))
         lengths = [np.clip(np.rint(rng.lognormal(np.log(mean) - np.log1p(0.09) / 2, np.sqrt(np.log1p(0.09)), count)),
@@ -109,29 +204,74 @@ def write_workloads(folder: Path) -> None:
         (folder / f"{name}.jsonl").write_text("".join(
             json.dumps({"arrival_s": r["start_time"], "prompt_tokens": r["prompt_len"],
                         "output_tokens": r["output_len"]}) + "\n" for r in rows))
+        # request_type 2 is splitwise-sim's generative LLM request; one application (0), batch 1 per request.
+        (folder / f"{name}.splitwise.csv").write_text(
+            "request_id,request_type,application_id,arrival_timestamp,batch_size,prompt_size,token_size\n" + "".join(
+                f"{i},2,0,{r['start_time']!r},1,{r['prompt_len']},{r['output_len']}\n" for i, r in enumerate(rows)))
 
 
-def end_to_end(folder: Path) -> None:
+def peer_commands(folder: Path) -> list[str]:
+    """The command line that produces each peer output `--end-to-end` reads (run in the peer's checkout)."""
+    folder = folder.resolve()
+    lines = []
+    for name, (count, *_) in WORKLOADS.items():
+        lines.append(f"python -m simdistserve.benchmarks.simulate_dist --backend distserve --model facebook/opt-13b "
+                     f"--N {count} --arrival custom --workload {folder}/{name}.json --tp-prefill 1 --tp-decode 1 "
+                     f"--output-request-latency {folder}/{name}.distserve.csv")
+        for peer_name, peer in PEERS.items():
+            if peer.overrides:
+                lines.append(f"python run.py --config-dir {folder} --config-name splitwise-peer "
+                             f"trace.path={folder}/{name}.splitwise.csv output_dir={folder}/{name}.{peer_name} "
+                             + " ".join(peer.overrides))
+    return lines
+
+
+def ours_latencies(peer: Peer, trace: Path, perf: str) -> dict[str, np.ndarray]:
+    """Seconds per request of the same trace through our deployment, TPOT as the peers define it."""
     from sysmodel.simulate import SimulationConfig, simulate
     from sysmodel.traces import Trace
 
-    print(f"{'workload':11s} {'model':20s} " + " ".join(f"{m:>19s}" for m in
-                                                       ("TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90")))
-    for name in WORKLOADS:
-        with open(folder / f"{name}.distserve.csv", newline="") as stream:
-            theirs = list(csv.DictReader(stream))
-        their = {"ttft": np.array([float(r["first_token_latency"]) for r in theirs]) / 1e3,
-                 "tpot": np.array([float(r["tpot"]) for r in theirs]) / 1e3}
-        for model in PERF_MODELS:
-            result = simulate(SimulationConfig("pd:1x1+1x1", "OPT-13B", Trace(str(folder / f"{name}.jsonl")),
-                                               hardware="a100-sxm4-80gb", max_batch=512, perf_model=model))
-            ours = {"ttft": np.array([r["ttft_s"] for r in result.rows]),
-                    "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows])}
-            cells = [f"{np.percentile(ours[k], q) * 1e3:6.1f}/{np.percentile(their[k], q) * 1e3:6.1f}"
-                     f"={np.percentile(ours[k], q) / np.percentile(their[k], q):4.2f}"
-                     for k in ("ttft", "tpot") for q in (50, 90)]
-            print(f"{name:11s} {model:20s} " + " ".join(cells))
-    print("cells: ours ms / DistServe ms = ratio")
+    hardware = replace(PRESETS[peer.hardware], gpus=peer.gpus)
+    result = simulate(SimulationConfig(peer.system, peer.model, Trace(str(trace)), hardware=hardware, max_batch=512,
+                                       chunk_tokens=peer.chunk_tokens, perf_model=perf))
+    return {"ttft": np.array([r["ttft_s"] for r in result.rows]),
+            "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows]),
+            "e2e": np.array([r["e2e_s"] for r in result.rows])}
+
+
+METRICS = tuple((k, q) for k in ("ttft", "tpot", "e2e") for q in (50, 90))
+
+
+def percentiles(latencies: dict[str, np.ndarray]) -> dict[tuple[str, int], float]:
+    """p50 and p90 of each metric, linearly interpolated between requests (numpy's default, as both peers use)."""
+    return {(key, q): float(np.percentile(latencies[key], q)) for key, q in METRICS}
+
+
+def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS)) -> list[dict]:
+    """ours / theirs at p50 and p90 of each metric, per peer output found in `folder`, workload and perf model."""
+    rows = []
+    print(f"{'peer':27s} {'workload':10s} {'perf model':19s} "
+          + " ".join(f"{k.upper() + ' p' + str(q):>20s}" for k, q in METRICS))
+    for peer_name in peers:
+        peer = PEERS[peer_name]
+        for name in WORKLOADS:
+            path = folder / peer.output.format(w=name)
+            if not path.exists():
+                continue
+            theirs = percentiles(peer.read(path))
+            for perf in perf_models:
+                ours = percentiles(ours_latencies(peer, folder / f"{name}.jsonl", perf))
+                row = {"peer": peer_name, "workload": name, "perf_model": perf}
+                cells = []
+                for key, q in METRICS:
+                    a, b = ours[key, q], theirs[key, q]
+                    row[f"{key}_p{q}_ours_ms"], row[f"{key}_p{q}_theirs_ms"] = round(a * 1e3, 2), round(b * 1e3, 2)
+                    row[f"{key}_p{q}_ratio"] = round(a / b, 3)
+                    cells.append(f"{a * 1e3:7.1f}/{b * 1e3:7.1f}={a / b:4.2f}")
+                rows.append(row)
+                print(f"{peer_name:27s} {name:10s} {perf:19s} " + " ".join(cells))
+    print("cells: ours ms / theirs ms = ratio")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -141,12 +281,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--csv", type=Path, help="write every iteration's row here")
     parser.add_argument("--write-workloads", type=Path, metavar="DIR", help="write the end-to-end workloads here")
     parser.add_argument("--end-to-end", type=Path, metavar="DIR",
-                        help="compare with DistServe's per-request latencies in DIR/<workload>.distserve.csv")
+                        help="compare with the peers' per-request latencies found in DIR")
+    parser.add_argument("--peer", action="append", choices=PEERS, help="with --end-to-end: only these peers")
     args = parser.parse_args(argv)
     if args.write_workloads:
         write_workloads(args.write_workloads)
+        print("\n".join(peer_commands(args.write_workloads)))
     if args.end_to_end:
-        end_to_end(args.end_to_end)
+        rows = end_to_end(args.end_to_end, peers=args.peer or tuple(PEERS))
+        if args.csv and rows:
+            with open(args.csv, "w", newline="") as stream:
+                writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
     if args.write_workloads or args.end_to_end:
         return
     if not args.distserve and not args.splitwise:

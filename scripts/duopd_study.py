@@ -3,6 +3,7 @@ put our figure next to the paper's for every headline claim.
 
     python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
                                   [--workers N] [--perf-model M] [--allreduce M] [--allreduce-overlap]
+    python scripts/duopd_study.py --side-by-side DIR1 DIR2 ...   # finished studies' headlines as one table
 
 Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
 metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the
@@ -25,8 +26,9 @@ from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no
 
 from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
-from sysmodel.perf import ALL_REDUCE_MODELS, PERF_MODELS
-from sysmodel.simulate import Result, SimulationConfig
+from sysmodel.errors import ConfigError
+from sysmodel.perf import ALL_REDUCE_MODELS, PERF_MODELS, perf_model
+from sysmodel.simulate import Result, SimulationConfig, resolve_hardware
 from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
@@ -610,6 +612,26 @@ def write_headline(out: Path, claims: Sequence[Claim], quick: bool) -> str:
     return text
 
 
+def side_by_side(folders: Sequence[Path]) -> str:
+    """One markdown table of the headline claims of several finished studies (e.g. one per `--perf-model`), a
+    column of ours per folder, headed by the folder's name."""
+    tables = []
+    for folder in folders:
+        with open(folder / "headline.csv", newline="") as stream:
+            tables.append(list(csv.DictReader(stream)))
+    first = tables[0]
+    if any([r["claim"] for r in t] != [r["claim"] for r in first] for t in tables):
+        raise SystemExit("--side-by-side: the studies have different claims (run them with the same --only/--quick)")
+    lines = ["| fig | claim | paper | " + " | ".join(f.name for f in folders) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in folders) + " |"]
+    for rows in zip(*tables):
+        row = rows[0]
+        relation = "" if row["paper_relation"] == "=" else row["paper_relation"]
+        lines.append(f"| {row['figure']} | {cell(row['claim'])} | {relation}{float(row['paper']):.4g} | "
+                     + " | ".join(f"{float(r['ours']):.4g}" for r in rows) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
@@ -627,7 +649,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fig9-load", type=float, default=FIG9_LOAD, metavar="X",
                         help=f"Fig. 9's Poisson rate as a multiple of DuoPD's estimated capacity (default "
                              f"{FIG9_LOAD:g}; the paper states none)")
+    parser.add_argument("--side-by-side", type=Path, nargs="+", metavar="DIR",
+                        help="print the headline tables of these finished studies as one (nothing is run)")
     args = parser.parse_args(argv)
+    if args.side_by_side:
+        print(side_by_side(args.side_by_side), end="")
+        return
+    try:  # every run is on the paper's machine: refuse a model that cannot price its GPU before running any
+        perf_model(args.perf_model, resolve_hardware(SimulationConfig.hardware).gpu)
+    except ConfigError as error:
+        parser.error(f"--perf-model {args.perf_model}: {error}")
     global PERF_MODEL
     PERF_MODEL = args.perf_model
     COLLECTIVES.update(all_reduce=args.allreduce, overlap=args.allreduce_overlap)

@@ -22,6 +22,7 @@ The roofline's all-reduce (`--allreduce`) is its ring bytes over the link (`band
 that ring and NVLink SHARP (`nvls`: one latency, the buffer once each way; on links without SHARP, the ring). Any model
 can overlap the tensor-parallel all-reduces with compute (`overlap`: a layer takes the longer of the two).
 """
+import bisect
 import csv
 import math
 from dataclasses import dataclass, field
@@ -118,8 +119,18 @@ class Curve:
         order = np.argsort(tokens)
         self.log_tokens = np.log(np.asarray(tokens, float)[order])
         self.efficiency = np.asarray(efficiency, float)[order]
+        self._xs, self._ys = self.log_tokens.tolist(), self.efficiency.tolist()
 
     def __call__(self, tokens):
+        if isinstance(tokens, (int, float, np.integer, np.floating)):
+            # one point, as np.interp computes it, without numpy's per-call cost (the simulator's hot path)
+            x, xs, ys = float(np.log(max(tokens, 1))), self._xs, self._ys
+            if x <= xs[0]:
+                return ys[0]
+            if x >= xs[-1]:
+                return ys[-1]
+            i = bisect.bisect_right(xs, x)
+            return (ys[i] - ys[i - 1]) / (xs[i] - xs[i - 1]) * (x - xs[i - 1]) + ys[i - 1]
         return np.interp(np.log(np.maximum(tokens, 1)), self.log_tokens, self.efficiency)
 
 
@@ -140,9 +151,7 @@ class Profile:
         return self.gemms[_nearest_shape(self.name, round(k), round(n))](tokens)
 
     def vector(self, kind: str, bytes_per_token: float, tokens):
-        table = self.vectors[kind]
-        nearest = min(table, key=lambda b: abs(math.log(b / bytes_per_token)))
-        return table[nearest](tokens)
+        return _nearest_vector(self.name, kind, bytes_per_token)(tokens)
 
     def all_reduce_latency_s(self, parties: int) -> float:
         """The measured time of the smallest all-reduce among the nearest GPU count profiled."""
@@ -233,6 +242,13 @@ def _nearest_shape(profile: str, k: int, n: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: math.log(s[0] / k) ** 2 + math.log(s[1] / n) ** 2)
 
 
+@cache
+def _nearest_vector(profile: str, kind: str, bytes_per_token: float) -> Curve:
+    """The curve of the profiled vector kernel of `kind` nearest in log(bytes per token)."""
+    table = load_profile(profile).vectors[kind]
+    return table[min(table, key=lambda b: abs(math.log(b / bytes_per_token)))]
+
+
 # The profiles and the preset each was measured on (Vidur: DGX A100 80 GB and DGX H100).
 PROFILED_GPUS = {"a100": "a100-sxm4-80gb", "h100": "h100-sxm5-80gb"}
 
@@ -245,6 +261,7 @@ class Profiled:
     exact: bool
     name: str = field(default="measured")
     overlap: bool = False
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def _matrix(self, op: Op, shard: Shard, roofline):
         m = shard.model
@@ -256,6 +273,21 @@ class Profiled:
         return roofline / self.profile.gemm(k, n, rows)
 
     def op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
+        if op.kind == "attention" or isinstance(op.flops, np.ndarray):
+            return self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
+        # weights × activations and vector kernels depend on the token count alone: the same few shapes recur
+        # in every iteration of a run, so each is interpolated once (the simulator's hot path)
+        # (keyed by the model's identity, the model kept alive beside its entries: hashing an LLM costs more)
+        memo = self._memo.get(id(shard.model))
+        if memo is None:
+            memo = self._memo[id(shard.model)] = (shard.model, {})
+        key = (op, tokens, shard.tp, flop_rate, byte_rate)
+        seconds = memo[1].get(key)
+        if seconds is None:
+            seconds = memo[1][key] = self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
+        return seconds
+
+    def _op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
         if op.kind == "attention":
             p = self.profile
             seconds = _larger(op.flops / (flop_rate * p.best_flop_efficiency),

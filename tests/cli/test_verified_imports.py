@@ -1,0 +1,38 @@
+"""The import scan behind the verified table's source digests finds every import statement, however nested."""
+from basedie.verified import _imports
+
+SOURCE = '''
+import a, b.c
+from . import d
+from ..e import f as g, h
+def outer():
+    from .inner import x
+    class Local:
+        import k
+    try:
+        import m
+    except ImportError:
+        from n import o
+    else:
+        import p
+    finally:
+        import q
+    with open("x"):
+        for _ in ():
+            while True:
+                if 1:
+                    import r
+                else:
+                    import s
+    match 1:
+        case 1:
+            import t
+lambda: __import__("not_a_statement")
+'''
+
+
+def test_every_import_statement_is_found_with_its_level() -> None:
+    assert sorted(map(repr, _imports(SOURCE))) == sorted(map(repr, [
+        (None, None, ("a", "b.c")), (1, None, ("d",)), (2, "e", ("f", "h")), (1, "inner", ("x",)),
+        (None, None, ("k",)), (None, None, ("m",)), (0, "n", ("o",)), (None, None, ("p",)), (None, None, ("q",)),
+        (None, None, ("r",)), (None, None, ("s",)), (None, None, ("t",))]))

@@ -132,6 +132,8 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
     hbf.add_argument("--ambient-c", type=float, default=None, metavar="T", help="coolant temperature (default 45 C)")
     hbf.add_argument("--routing-skew", type=float, default=None, metavar="S",
                      help="MoE expert popularity ~ rank^-S (default 0: uniform)")
+    hbf.add_argument("--routing-trace", default=None, metavar="FILE",
+                     help="replay MoE routing from FILE instead of the seeded model (format: docs/hbf.md)")
     simulate.set_defaults(run=_simulate)
     return simulate
 
@@ -154,7 +156,7 @@ def _add_quantization(simulate) -> None:
                                "stack's bandwidth (default), or is assumed not to bind")
 
 
-HBF_FLAGS = ("hbf_grade", "hbf_read_us", "frame_cache_gb", "prefetch", "ambient_c", "routing_skew")
+HBF_FLAGS = ("hbf_grade", "hbf_read_us", "frame_cache_gb", "prefetch", "ambient_c", "routing_skew", "routing_trace")
 
 
 def _hbf_options(args):
@@ -172,11 +174,13 @@ def _hbf_options(args):
             raise UsageError(f"--{flag.replace('_', '-')} must be a finite number, got {value}")
     if args.routing_skew is not None and args.routing_skew < 0:
         raise UsageError(f"--routing-skew must be >= 0, got {args.routing_skew}")
+    if args.routing_skew is not None and args.routing_trace is not None:
+        raise UsageError("--routing-skew shapes the seeded routing model; --routing-trace replaces it: give one")
     return HBFOptions(grade=1 if args.hbf_grade is None else args.hbf_grade,
                       read_s=None if args.hbf_read_us is None else args.hbf_read_us * 1e-6,
                       frame_cache_gib=args.frame_cache_gb, prefetch=args.prefetch or "none",
                       ambient_c=45.0 if args.ambient_c is None else args.ambient_c,
-                      routing_skew=args.routing_skew or 0.0, seed=args.seed)
+                      routing_skew=args.routing_skew or 0.0, routing_trace=args.routing_trace, seed=args.seed)
 
 
 def _add_synth(commands) -> None:
@@ -458,7 +462,8 @@ def _folder_name(args, config) -> str:
         + (f"_{args.activations}" if args.activations != "fp16" else "")
         + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else "")) + (
         f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
-        "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None))
+        "".join(f"_{flag}{Path(str(getattr(args, flag))).name}" for flag in HBF_FLAGS
+                if getattr(args, flag) is not None))
     w = config.workload
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"

@@ -24,7 +24,7 @@ from .cache import LayerLRU
 from .layout import GIB, Layout, objects
 from .media import HBFStack, page_reads
 from .retention import Retention
-from .routing import Router, RoutingModel
+from .routing import Router, RoutingModel, TraceRouter, load_trace
 from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle, ThrottlePolicy
 
 PREFETCH = ("none", "next-layer", "moe-speculative")
@@ -39,6 +39,7 @@ class HBFOptions:
     prefetch: str = "none"
     ambient_c: float = 45.0
     routing_skew: float = 0.0
+    routing_trace: str | None = None      # a routing-trace file replayed instead of the seeded model
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -74,8 +75,12 @@ class HBFService:
         self.object_pages = len(page_reads(0, int(self.object_bytes)))
         self.lru = LayerLRU(self.layers, self.slots, int(layout.frame_cache_gib * GIB // self.object_bytes))
         model = shard.model
-        self.router = Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew, options.seed),
-                             self.layers) if model.moe else None
+        require(options.routing_trace is None or model.moe,
+                f"a routing trace needs an MoE model; {model.name} is dense")
+        self.router = None if not model.moe else TraceRouter(
+            load_trace(options.routing_trace, model.layers, model.experts, model.experts_per_token)) \
+            if options.routing_trace is not None else \
+            Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew, options.seed), self.layers)
         self.thermal = Thermal(rc, options.ambient_c)
         self.throttle = Throttle()
         zones = self.layers * self.slots
@@ -210,17 +215,17 @@ class HBFService:
     # ----- snapshots --------------------------------------------------------------------------------------
     def _state(self) -> tuple:
         return (self.lru.last.copy(), self.lru.order, self.lru.iteration,
-                self.router.rng.bit_generator.state if self.router else None,   # a fresh dict
+                self.router.state() if self.router else None,
                 self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
                 self.previous, self.refresh_share, self.refresh_heat_j, self.clock)
 
     def _restore(self, state: tuple) -> None:
-        (last, order, iteration, rng, temps, throttle, aging, refreshed, counters, residency, trace, previous,
+        (last, order, iteration, routing, temps, throttle, aging, refreshed, counters, residency, trace, previous,
          refresh_share, refresh_heat, clock) = state
         self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
-        if rng is not None:
-            self.router.rng.bit_generator.state = rng
+        if self.router is not None:
+            self.router.restore(routing)
         self.thermal.temps, self.throttle.state = temps, throttle
         self.retention.aging, self.retention.refreshed = aging, refreshed
         self.counters, self.residency, self.previous = counters, residency, previous

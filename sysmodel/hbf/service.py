@@ -21,8 +21,9 @@ from ..errors import require
 from ..execution import Cost, GPUExecution
 from ..operators import Work
 from .cache import LayerLRU
+from .kv import COUNTS as KV_COUNTS, KVFrames, kv_block_bytes
 from .layout import GIB, Layout, objects
-from .media import HBFStack, page_reads
+from .media import PAGE_BYTES, HBFStack, page_reads
 from .retention import Retention
 from .routing import Router, RoutingModel, TraceRouter, load_trace
 from .thermal import PACKAGE, STATES, PackageRC, Thermal, Throttle, ThrottlePolicy
@@ -65,8 +66,10 @@ class HBFService:
     """One GPU instance's HBF tiers (its `tp` GPUs are alike: one package is modelled, traffic x tp)."""
 
     def __init__(self, loop: EventLoop, base: GPUExecution, layout: Layout, options: HBFOptions,
-                 rc: PackageRC = PACKAGE) -> None:
+                 prefix_tokens: int = 0, rc: PackageRC = PACKAGE) -> None:
         self.loop, self.base, self.layout, self.options = loop, base, layout, options
+        self.weights_in_hbf = layout.weights == "hbf"
+        self.server = None          # the server whose sequences' KV goes through `kv` (set by the system)
         self.stack = options.stack()
         # Reads see the stacks through the memory-tier interface: tR as latency, bandwidth, energy per byte.
         self.tier = self.stack.tier().scaled(layout.hbf_stacks)
@@ -83,7 +86,12 @@ class HBFService:
             Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew, options.seed), self.layers)
         self.thermal = Thermal(rc, options.ambient_c)
         self.throttle = Throttle()
-        zones = self.layers * self.slots
+        # KV blocks and the shared prefix through their own frame region (sysmodel/hbf/kv.py).
+        self.kv = KVFrames(self.layers, shard.kv_bytes_per_token / self.layers,
+                           int(layout.kv_frame_cache_gib * GIB // kv_block_bytes(shard)), prefix_tokens,
+                           layout.kv == "hbf", layout.prefix == "hbf") \
+            if layout.kv == "hbf" or (layout.prefix == "hbf" and prefix_tokens) else None
+        zones = self.layers * self.slots if self.weights_in_hbf else 0     # retention of weights (KV is short-lived)
         # Zones were written at evenly spread times (a device in steady use), so deadlines arrive evenly.
         self.retention = Retention(zones, (np.arange(zones) + 0.5) / zones)
         self.blocks_per_object = -(-self.object_pages // self.stack.pages_per_block)
@@ -109,7 +117,7 @@ class HBFService:
         for i in range(count):
             states.append(self._state())
             seconds[i], fill[i] = self._iteration(int(np.broadcast_to(work.tokens, (count,))[i]), fields[0][i],
-                                                  fields[2][i])
+                                                  fields[2][i], i)
         states.append(self._state())
         self._pending = (states, self.loop.now + np.cumsum(seconds))
         tp = self.base.shard.tp
@@ -129,12 +137,13 @@ class HBFService:
         self._pending = None
 
     # ----- one iteration --------------------------------------------------------------------------------
-    def _iteration(self, tokens: int, compute_s: float, hbm_bytes: float) -> tuple[float, float]:
+    def _iteration(self, tokens: int, compute_s: float, hbm_bytes: float, iteration: int) -> tuple[float, float]:
         """Seconds of one iteration whose compute alone (weights at HBM speed) takes `compute_s`, and the
         bytes written into the frame cache."""
         c, o = self.counters, self.options
         moe = self.router is not None
-        demand = (self.router.touched(tokens, slice(0, self.slots)) if moe
+        demand = (np.zeros((self.layers, self.slots), dtype=bool) if not self.weights_in_hbf
+                  else self.router.touched(tokens, slice(0, self.slots)) if moe
                   else np.ones((self.layers, self.slots), dtype=bool))
         predicted = self.previous if o.prefetch == "moe-speculative" and moe else np.zeros_like(demand)
         touched = demand | predicted
@@ -144,15 +153,25 @@ class HBFService:
             ahead, on_demand = miss, np.zeros_like(miss)
         else:
             ahead, on_demand = miss & predicted, miss & demand & ~predicted
-        wait_s = self._wait_for_service() if miss.any() else 0.0
+        kv_read, kv_programmed = self._kv_iteration(iteration)
+        wait_s = self._wait_for_service() if miss.any() or kv_read or kv_programmed else 0.0
         rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
         n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
-        ahead_s = np.where(n_ahead > 0, self.tier.latency_s + n_ahead * self.object_bytes / rate, 0.0)
-        demand_s = np.where(n_demand > 0, self.tier.latency_s + n_demand * self.object_bytes / rate, 0.0)
+        # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
+        kv_ahead = o.prefetch != "none"
+        kv_layer = kv_read / self.layers
+        ahead_bytes = n_ahead * self.object_bytes + (kv_layer if kv_ahead else 0.0)
+        demand_bytes = n_demand * self.object_bytes + (0.0 if kv_ahead else kv_layer)
+        ahead_s = np.where(ahead_bytes > 0, self.tier.latency_s + ahead_bytes / rate, 0.0)
+        demand_s = np.where(demand_bytes > 0, self.tier.latency_s + demand_bytes / rate, 0.0)
         # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
         overlap = self._after_first * (compute_s / self.layers)
         late = ahead_s > overlap
-        stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum())
+        # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
+        # not overlapped with the iteration's reads: an upper bound.
+        program_s = kv_programmed / rate + kv_programmed / PAGE_BYTES * self.stack.program_s / (
+            self.layout.hbf_stacks * self.stack.outstanding_reads) if kv_programmed else 0.0
+        stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum()) + program_s
         seconds = compute_s + stall + wait_s
         fetched = int(np.count_nonzero(miss))
         useful = (ahead & demand).sum(axis=1)           # prefetched objects the layer does use
@@ -163,14 +182,30 @@ class HBFService:
         c["media_reads_waited"] += float(n_demand.sum() + n_ahead[late].sum()) * self.object_pages
         c["media_bytes"] += fetched * self.object_bytes
         c["wasted_prefetch_bytes"] += float(n_ahead.sum() - useful.sum()) * self.object_bytes
-        c["fill_bytes"] += fetched * self.object_bytes
+        c["fill_bytes"] += fetched * self.object_bytes + kv_read
         c["stall_s"] += stall
         self.previous = demand
         gpu_w = self.base.hardware.gpu.power_w * compute_s / seconds
         hbm_w = hbm_bytes / self.base.shard.tp * self.base.hardware.gpu.stack.energy_per_byte / seconds
-        hbf_w = fetched * self.object_bytes * self.tier.energy_per_byte / seconds
+        hbf_w = ((fetched * self.object_bytes + kv_read) * self.tier.energy_per_byte
+                 + kv_programmed * self.stack.program_energy_per_byte) / seconds
         self._advance(seconds - wait_s, np.array([gpu_w, hbm_w, hbf_w]))
-        return seconds, fetched * self.object_bytes
+        return seconds, fetched * self.object_bytes + kv_read
+
+    def _kv_iteration(self, iteration: int) -> tuple[float, float]:
+        """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media
+        and bytes programmed (write-backs), both whole pages."""
+        if self.kv is None:
+            return 0.0, 0.0
+        s = self.server
+        sequences = [(r.id, r.prefilled, tokens) for r, tokens in s.chunks]
+        if s.running and s._decoding:
+            sequences += [(r.id, r.context + iteration, 1) for r in s.running]
+        counts = self.kv.counts
+        read, programmed = counts["media_read_pages"], counts["programmed_pages"]
+        self.kv.iteration(sequences, {r.id for r in s.running} | {r.id for r in s.prefilling})
+        return ((counts["media_read_pages"] - read) * PAGE_BYTES,
+                (counts["programmed_pages"] - programmed) * PAGE_BYTES)
 
     def _rate(self) -> float:
         return (self.tier.bandwidth * self.throttle.service
@@ -218,11 +253,14 @@ class HBFService:
                 self.router.state() if self.router else None,
                 self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
-                self.previous, self.refresh_share, self.refresh_heat_j, self.clock)
+                self.previous, self.refresh_share, self.refresh_heat_j, self.clock,
+                self.kv.snapshot() if self.kv else None)
 
     def _restore(self, state: tuple) -> None:
         (last, order, iteration, routing, temps, throttle, aging, refreshed, counters, residency, trace, previous,
-         refresh_share, refresh_heat, clock) = state
+         refresh_share, refresh_heat, clock, kv) = state
+        if self.kv is not None:
+            self.kv.restore(kv)
         self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
         if self.router is not None:
             self.router.restore(routing)
@@ -237,6 +275,10 @@ class HBFService:
         """Per-GPU package figures (traffic x tp for the instance)."""
         c, tp = self.counters, self.base.shard.tp
         hbf_blocks = self.layers * self.slots * self.blocks_per_object
+        kv = self.kv.counts if self.kv else dict.fromkeys(KV_COUNTS, 0)
+        # The KV region: the HBF beyond the weights, in erase blocks (writes spread evenly over it).
+        kv_blocks = (self.layout.hbf_bytes - self.layout.hbf_weight_bytes(self.base.shard)) / (
+            self.stack.pages_per_block * PAGE_BYTES) if self.layout.kv == "hbf" else 0.0
         return {
             "gpus": tp,
             "frame_cache_objects": self.lru.capacity,
@@ -250,9 +292,12 @@ class HBFService:
             "hbf_wasted_prefetch_bytes": c["wasted_prefetch_bytes"] * tp,
             "hbm_frame_fill_bytes": c["fill_bytes"] * tp,
             "hbf_refresh_read_bytes": c["refresh_read_bytes"] * tp,
-            "hbf_programmed_bytes": c["programmed_bytes"] * tp,
+            "hbf_programmed_bytes": (c["programmed_bytes"] + kv["programmed_pages"] * PAGE_BYTES) * tp,
             "refreshed_zones": c["refreshed_zones"] * tp,
             "pe_cycles_per_block": c["pe_block_cycles"] / hbf_blocks if self.layout.weights == "hbf" else 0.0,
+            **{f"kv_{key}": float(value * tp) for key, value in kv.items()},
+            "kv_pe_cycles_per_block": kv["programmed_pages"] / self.stack.pages_per_block / kv_blocks if kv_blocks
+            else 0.0,
             "stall_s": c["stall_s"],
             "cooling_wait_s": c["cooling_wait_s"],
             "throttle_residency_s": dict(zip(STATES, self.residency)),

@@ -60,8 +60,52 @@ class LayerLRU:
         require(capacity >= 0, f"frame cache capacity must be >= 0 objects, got {capacity}")
         self.layers, self.slots, self.capacity = layers, slots, capacity
         self.last = np.full(layers * slots, -1, dtype=np.int64)   # sequence number of the last touch
-        self.order = np.arange(layers * slots)                     # objects, least recently touched first
         self.iteration = 0
+        self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
+        self.previous_count = 0
+
+        self._order: np.ndarray | None = np.arange(layers * slots)
+
+    @property
+    def order(self) -> np.ndarray:
+        """Objects, least recently touched first (never-touched ones first, in index order): kept by `access`,
+        rebuilt from `last` after a block."""
+        if self._order is None:
+            self._order = np.argsort(self.last, kind="stable")
+        return self._order
+
+    def state(self) -> tuple:
+        return self.last, self.iteration, self.previous, self.previous_count     # never modified in place
+
+    def restore(self, state: tuple) -> None:
+        self.last, self.iteration, self.previous, self.previous_count = state
+        self._order = None
+
+    def access_block(self, masks: np.ndarray) -> np.ndarray:
+        """Touch the objects of several consecutive iterations (iterations x layers x slots); returns which
+        hit. When every iteration follows one that touched at least `capacity` objects, only objects the
+        previous iteration touched can hit (anything older has all of that iteration's objects above it),
+        and their stack distance is what the previous iteration touched after them plus what this one
+        touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
+        count = len(masks)
+        flat = masks.reshape(count, -1)
+        touched = flat.sum(axis=1)
+        before = np.concatenate(([self.previous_count], touched[:-1]))
+        if count == 0 or (before < self.capacity).any():
+            return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
+        previous = np.concatenate((self.previous[None], flat[:-1]))
+        after = before[:, None] - np.cumsum(previous, axis=1)             # touched later in the previous one
+        per_layer = masks.sum(axis=2)
+        earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
+        hits = masks & previous.reshape(masks.shape) & (
+            after.reshape(masks.shape) + earlier[:, :, None] < self.capacity)
+        size = self.last.size
+        latest = count - 1 - np.argmax(flat[::-1], axis=0)
+        self.last = np.where(flat.any(axis=0), (self.iteration + latest) * size + np.arange(size), self.last)
+        self.iteration += count
+        self.previous, self.previous_count = flat[-1], int(touched[-1])
+        self._order = None
+        return hits
 
     def access(self, mask: np.ndarray) -> np.ndarray:
         """Touch the objects in `mask` (layers x slots); returns which of them hit."""
@@ -90,9 +134,11 @@ class LayerLRU:
             overlap[candidates] = later[layer[candidates], rank + 1]
         distance = newer + earlier - overlap
         hits = seen & (distance < self.capacity)
+        self._order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
+        self.last = self.last.copy()
         self.last[flat] = self.iteration * self.last.size + flat     # (iteration, layer, slot) in order
-        self.order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
         self.iteration += 1
+        self.previous, self.previous_count = mask.ravel().copy(), flat.size
         out = np.zeros(mask.shape, dtype=bool)
         out.ravel()[flat] = hits
         return out

@@ -68,11 +68,23 @@ class Router:
 
     def touched(self, tokens: int, experts: slice = slice(None)) -> np.ndarray:
         """layers x experts: which (of the `experts` slice) at least one of `tokens` tokens picked."""
+        probability = self._probability(tokens, experts)
+        return self.rng.random(probability.shape) < probability
+
+    def _probability(self, tokens: int, experts: slice) -> np.ndarray:
         key = (tokens, experts.start, experts.stop)
         if key not in self._touch_probability:
             self._touch_probability[key] = 1 - (1 - self.inclusion[:, experts]) ** tokens
-        probability = self._touch_probability[key]
-        return self.rng.random(probability.shape) < probability
+        return self._touch_probability[key]
+
+    def touched_block(self, tokens: np.ndarray, experts: slice = slice(None)) -> np.ndarray:
+        """`touched` for consecutive batches (iterations x layers x experts); one draw when all are alike
+        (the same random numbers as batch by batch)."""
+        if len(tokens) and (tokens == tokens[0]).all():
+            probability = self._probability(int(tokens[0]), experts)
+            return self.rng.random((len(tokens), *probability.shape)) < probability
+        return np.stack([self.touched(int(n), experts) for n in tokens]) if len(tokens) else \
+            np.zeros((0, self.layers, len(range(self.model.experts)[experts])), dtype=bool)
 
     def expected_unique(self, tokens: int) -> float:
         """Expected distinct experts per layer for a batch of `tokens` tokens."""
@@ -131,6 +143,10 @@ class TraceRouter:
             self.picks[(self.cursor + np.arange(tokens)) % count].any(axis=0)
         self.cursor = (self.cursor + tokens) % count
         return window[:, experts]
+
+    def touched_block(self, tokens: np.ndarray, experts: slice = slice(None)) -> np.ndarray:
+        return np.stack([self.touched(int(n), experts) for n in tokens]) if len(tokens) else \
+            np.zeros((0, *self.every[:, experts].shape), dtype=bool)
 
     def state(self) -> int:
         return self.cursor

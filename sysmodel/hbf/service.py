@@ -113,13 +113,15 @@ class HBFService:
         base = self.base.cost(work, bandwidth_scale, loads)
         count = np.size(base.seconds)
         fields = [np.broadcast_to(np.asarray(f, dtype=float), (count,)) for f in base]
+        tokens = np.broadcast_to(np.asarray(work.tokens), (count,)).astype(np.int64)
+        start = (self.lru.state(), self.router.state() if self.router else None, self.previous)
+        block = self._objects(tokens)
         seconds, fill, states = np.empty(count), np.empty(count), []
         for i in range(count):
             states.append(self._state())
-            seconds[i], fill[i] = self._iteration(int(np.broadcast_to(work.tokens, (count,))[i]), fields[0][i],
-                                                  fields[2][i], i)
+            seconds[i], fill[i] = self._iteration(fields[0][i], fields[2][i], i, *(b[i] for b in block[2:]))
         states.append(self._state())
-        self._pending = (states, self.loop.now + np.cumsum(seconds))
+        self._pending = (states, self.loop.now + np.cumsum(seconds), start, tokens, block[:2])
         tp = self.base.shard.tp
         hbm = fields[2] + fill * tp
         offered = hbm / tp / (seconds * self.base.hardware.gpu.memory.bandwidth)
@@ -128,35 +130,60 @@ class HBFService:
         return Cost(seconds, fields[1].copy(), hbm, fields[3].copy(), offered)
 
     def settle(self, now: float) -> None:
-        """Keep the state of the iterations of the last priced block that ended by `now`."""
+        """Keep the state of the iterations of the last priced block that ended by `now`: the per-iteration
+        state as it was after them, the frame cache and the routing replayed up to them."""
         if self._pending is None:
             return
-        states, ends = self._pending
+        states, ends, (lru, router, previous), tokens, (touched, demand) = self._pending
         done = int(np.searchsorted(ends, now * (1 + 1e-12) + 1e-15, side="right"))
         self._restore(states[done])
+        if done < len(ends):
+            self.lru.restore(lru)
+            self.lru.access_block(touched[:done])
+            if self.router is not None:
+                self.router.restore(router)
+                self.router.touched_block(tokens[:done], slice(0, self.slots))
+            self.previous = demand[done - 1] if done else previous
         self._pending = None
 
-    # ----- one iteration --------------------------------------------------------------------------------
-    def _iteration(self, tokens: int, compute_s: float, hbm_bytes: float, iteration: int) -> tuple[float, float]:
-        """Seconds of one iteration whose compute alone (weights at HBM speed) takes `compute_s`, and the
-        bytes written into the frame cache."""
-        c, o = self.counters, self.options
+    # ----- one block of iterations ------------------------------------------------------------------------
+    def _objects(self, tokens: np.ndarray) -> tuple:
+        """What each iteration of a block does with the HBF-resident objects, all at once (routing and the
+        frame cache do not depend on timing): the touched and demanded masks, then per iteration and layer the
+        objects prefetched, fetched on demand and prefetched-and-used, and per iteration the objects fetched,
+        demanded and hit."""
+        count, shape = len(tokens), (len(tokens), self.layers, self.slots)
         moe = self.router is not None
-        demand = (np.zeros((self.layers, self.slots), dtype=bool) if not self.weights_in_hbf
-                  else self.router.touched(tokens, slice(0, self.slots)) if moe
-                  else np.ones((self.layers, self.slots), dtype=bool))
-        predicted = self.previous if o.prefetch == "moe-speculative" and moe else np.zeros_like(demand)
+        demand = (np.zeros(shape, dtype=bool) if not self.weights_in_hbf
+                  else self.router.touched_block(tokens, slice(0, self.slots)) if moe
+                  else np.ones(shape, dtype=bool))
+        if self.options.prefetch == "moe-speculative" and moe:
+            predicted = np.concatenate((self.previous[None], demand[:-1]))
+        else:
+            predicted = np.zeros(shape, dtype=bool)
         touched = demand | predicted
-        hits = self.lru.access(touched)
+        hits = self.lru.access_block(touched)
         miss = touched & ~hits
-        if o.prefetch == "next-layer" and not moe:
+        if count:
+            self.previous = demand[-1]
+        if self.options.prefetch == "next-layer" and not moe:
             ahead, on_demand = miss, np.zeros_like(miss)
         else:
             ahead, on_demand = miss & predicted, miss & demand & ~predicted
+        return (touched, demand, ahead.sum(axis=2), on_demand.sum(axis=2), (ahead & demand).sum(axis=2),
+                miss.sum(axis=(1, 2)).tolist(), demand.sum(axis=(1, 2)).tolist(),
+                (demand & hits).sum(axis=(1, 2)).tolist())
+
+    def _iteration(self, compute_s: float, hbm_bytes: float, iteration: int, n_ahead: np.ndarray,
+                   n_demand: np.ndarray, useful: np.ndarray, fetched: int, accesses: int,
+                   hits: int) -> tuple[float, float]:
+        """Seconds of one iteration whose compute alone (weights at HBM speed) takes `compute_s`, and the
+        bytes written into the frame cache; `n_ahead`, `n_demand`, `useful` per layer (objects prefetched,
+        fetched on demand, prefetched and used), `fetched` objects read from the media in all."""
+        c, o = self.counters, self.options
         kv_read, kv_programmed = self._kv_iteration(iteration)
-        wait_s = self._wait_for_service() if miss.any() or kv_read or kv_programmed else 0.0
+        wait_s = self._wait_for_service() if fetched or kv_read or kv_programmed else 0.0
         rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
-        n_ahead, n_demand = ahead.sum(axis=1), on_demand.sum(axis=1)
         # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
         kv_ahead = o.prefetch != "none"
         kv_layer = kv_read / self.layers
@@ -173,10 +200,8 @@ class HBFService:
             self.layout.hbf_stacks * self.stack.outstanding_reads) if kv_programmed else 0.0
         stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum()) + program_s
         seconds = compute_s + stall + wait_s
-        fetched = int(np.count_nonzero(miss))
-        useful = (ahead & demand).sum(axis=1)           # prefetched objects the layer does use
-        c["accesses"] += np.count_nonzero(demand)
-        c["hits"] += np.count_nonzero(demand & hits)
+        c["accesses"] += accesses
+        c["hits"] += hits
         c["prefetched_in_time"] += float(useful[~late].sum())
         c["media_reads"] += fetched * self.object_pages
         c["media_reads_waited"] += float(n_demand.sum() + n_ahead[late].sum()) * self.object_pages
@@ -184,7 +209,6 @@ class HBFService:
         c["wasted_prefetch_bytes"] += float(n_ahead.sum() - useful.sum()) * self.object_bytes
         c["fill_bytes"] += fetched * self.object_bytes + kv_read
         c["stall_s"] += stall
-        self.previous = demand
         gpu_w = self.base.hardware.gpu.power_w * compute_s / seconds
         hbm_w = hbm_bytes / self.base.shard.tp * self.base.hardware.gpu.stack.energy_per_byte / seconds
         hbf_w = ((fetched * self.object_bytes + kv_read) * self.tier.energy_per_byte
@@ -249,24 +273,19 @@ class HBFService:
 
     # ----- snapshots --------------------------------------------------------------------------------------
     def _state(self) -> tuple:
-        return (self.lru.last.copy(), self.lru.order, self.lru.iteration,
-                self.router.state() if self.router else None,
-                self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
+        """What one iteration changes besides the frame cache and routing (those are replayed on a rollback)."""
+        return (self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
-                self.previous, self.refresh_share, self.refresh_heat_j, self.clock,
-                self.kv.snapshot() if self.kv else None)
+                self.refresh_share, self.refresh_heat_j, self.clock, self.kv.snapshot() if self.kv else None)
 
     def _restore(self, state: tuple) -> None:
-        (last, order, iteration, routing, temps, throttle, aging, refreshed, counters, residency, trace, previous,
-         refresh_share, refresh_heat, clock, kv) = state
+        (temps, throttle, aging, refreshed, counters, residency, trace, refresh_share, refresh_heat, clock,
+         kv) = state
         if self.kv is not None:
             self.kv.restore(kv)
-        self.lru.last, self.lru.order, self.lru.iteration = last, order, iteration
-        if self.router is not None:
-            self.router.restore(routing)
         self.thermal.temps, self.throttle.state = temps, throttle
-        self.retention.aging, self.retention.refreshed = aging, refreshed
-        self.counters, self.residency, self.previous = counters, residency, previous
+        self.retention.restore(aging, refreshed)
+        self.counters, self.residency = counters, residency
         self.refresh_share, self.refresh_heat_j, self.clock = refresh_share, refresh_heat, clock
         del self.trace[trace:]
 

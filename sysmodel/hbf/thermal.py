@@ -51,17 +51,20 @@ class Thermal:
         self._g = rc.conductance()
         self._resistance = np.linalg.inv(self._g)         # K per W of each node's power, at steady state
         rate = -np.diag(1 / np.asarray(rc.capacitance)) @ self._g
-        self._lambda, self._v = np.linalg.eig(rate)
+        # C^-1 G is similar to a symmetric matrix: real eigenvalues and vectors.
+        self._lambda, self._v = (np.real(x) for x in np.linalg.eig(rate))
         self._v_inv = np.linalg.inv(self._v)
+        self._power_modes = self._v_inv @ self._resistance     # W -> steady rise in the eigenbasis
         self.temps = np.full(len(NODES), float(ambient_c))
 
     def steady(self, power) -> np.ndarray:
         return self.ambient + self._resistance @ np.asarray(power, dtype=float)
 
     def step(self, dt: float, power) -> np.ndarray:
-        target = self.steady(power)
-        decay = self._v @ np.diag(np.exp(self._lambda * dt)) @ self._v_inv
-        self.temps = target + np.real(decay @ (self.temps - target))
+        """Exact: in the eigenbasis each mode relaxes to its target as exp(lambda dt)."""
+        target = self._power_modes @ np.asarray(power, dtype=float)
+        modes = self._v_inv @ (self.temps - self.ambient)
+        self.temps = self.ambient + self._v @ (target + np.exp(self._lambda * dt) * (modes - target))
         return self.temps
 
 

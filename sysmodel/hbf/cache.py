@@ -59,12 +59,28 @@ class LayerLRU:
     def __init__(self, layers: int, slots: int, capacity: int) -> None:
         require(capacity >= 0, f"frame cache capacity must be >= 0 objects, got {capacity}")
         self.layers, self.slots, self.capacity = layers, slots, capacity
-        self.last = np.full(layers * slots, -1, dtype=np.int64)   # sequence number of the last touch
+        self._last = np.full(layers * slots, -1, dtype=np.int64)  # sequence number of the last touch
+        self._unapplied: tuple = ()      # (first iteration, iterations x objects touched) not yet in _last
         self.iteration = 0
         self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
         self.previous_count = 0
 
         self._order: np.ndarray | None = np.arange(layers * slots)
+
+    @property
+    def last(self) -> np.ndarray:
+        """Each object's last touch, (iteration, layer, slot) as one increasing number; -1: never."""
+        self._fold()
+        return self._last
+
+    def _fold(self) -> None:
+        if self._unapplied:
+            first = self._unapplied[0][0]
+            flat = np.concatenate([touched for _, touched in self._unapplied])
+            latest = len(flat) - 1 - np.argmax(flat[::-1], axis=0)
+            size = self._last.size
+            self._last = np.where(flat.any(axis=0), (first + latest) * size + np.arange(size), self._last)
+            self._unapplied = ()
 
     @property
     def order(self) -> np.ndarray:
@@ -75,10 +91,10 @@ class LayerLRU:
         return self._order
 
     def state(self) -> tuple:
-        return self.last, self.iteration, self.previous, self.previous_count     # never modified in place
+        return self._last, self._unapplied, self.iteration, self.previous, self.previous_count   # never modified
 
     def restore(self, state: tuple) -> None:
-        self.last, self.iteration, self.previous, self.previous_count = state
+        self._last, self._unapplied, self.iteration, self.previous, self.previous_count = state
         self._order = None
 
     def access_block(self, masks: np.ndarray) -> np.ndarray:
@@ -89,19 +105,20 @@ class LayerLRU:
         touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
         count = len(masks)
         flat = masks.reshape(count, -1)
-        touched = flat.sum(axis=1)
+        touched = np.count_nonzero(flat, axis=1)
         before = np.concatenate(([self.previous_count], touched[:-1]))
         if count == 0 or (before < self.capacity).any():
             return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
         previous = np.concatenate((self.previous[None], flat[:-1]))
-        after = before[:, None] - np.cumsum(previous, axis=1)             # touched later in the previous one
-        per_layer = masks.sum(axis=2)
+        after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous one
+        per_layer = np.count_nonzero(masks, axis=2)
         earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
-        hits = masks & previous.reshape(masks.shape) & (
-            after.reshape(masks.shape) + earlier[:, :, None] < self.capacity)
-        size = self.last.size
-        latest = count - 1 - np.argmax(flat[::-1], axis=0)
-        self.last = np.where(flat.any(axis=0), (self.iteration + latest) * size + np.arange(size), self.last)
+        hits = masks & previous.reshape(masks.shape)
+        hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
+        # The last touches are folded in when asked for (a run of such blocks never needs them).
+        self._unapplied = (*self._unapplied, (self.iteration, flat))
+        if len(self._unapplied) >= 64:
+            self._fold()
         self.iteration += count
         self.previous, self.previous_count = flat[-1], int(touched[-1])
         self._order = None
@@ -135,8 +152,8 @@ class LayerLRU:
         distance = newer + earlier - overlap
         hits = seen & (distance < self.capacity)
         self._order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
-        self.last = self.last.copy()
-        self.last[flat] = self.iteration * self.last.size + flat     # (iteration, layer, slot) in order
+        self._last = self.last.copy()
+        self._last[flat] = self.iteration * self._last.size + flat   # (iteration, layer, slot) in order
         self.iteration += 1
         self.previous, self.previous_count = mask.ravel().copy(), flat.size
         out = np.zeros(mask.shape, dtype=bool)

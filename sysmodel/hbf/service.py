@@ -115,13 +115,15 @@ class HBFService:
         fields = [np.broadcast_to(np.asarray(f, dtype=float), (count,)) for f in base]
         tokens = np.broadcast_to(np.asarray(work.tokens), (count,)).astype(np.int64)
         start = (self.lru.state(), self.router.state() if self.router else None, self.previous)
-        block = self._objects(tokens)
-        seconds, fill, states = np.empty(count), np.empty(count), []
-        for i in range(count):
-            states.append(self._state())
-            seconds[i], fill[i] = self._iteration(fields[0][i], fields[2][i], i, *(b[i] for b in block[2:]))
-        states.append(self._state())
-        self._pending = (states, self.loop.now + np.cumsum(seconds), start, tokens, block[:2])
+        touched, demand, objects = self._objects(tokens)
+        kv_states = [self.kv.snapshot()] if self.kv else None
+        kv = np.zeros((count, 2))
+        if self.kv is not None:
+            for i in range(count):
+                kv[i] = self._kv_iteration(i)
+                kv_states.append(self.kv.snapshot())
+        seconds, fill, states = self._iterations(fields[0], fields[2], objects, kv)
+        self._pending = (states, self.loop.now + np.cumsum(seconds), start, tokens, (touched, demand), kv_states)
         tp = self.base.shard.tp
         hbm = fields[2] + fill * tp
         offered = hbm / tp / (seconds * self.base.hardware.gpu.memory.bandwidth)
@@ -134,9 +136,11 @@ class HBFService:
         state as it was after them, the frame cache and the routing replayed up to them."""
         if self._pending is None:
             return
-        states, ends, (lru, router, previous), tokens, (touched, demand) = self._pending
+        states, ends, (lru, router, previous), tokens, (touched, demand), kv_states = self._pending
         done = int(np.searchsorted(ends, now * (1 + 1e-12) + 1e-15, side="right"))
         self._restore(states[done])
+        if self.kv is not None:
+            self.kv.restore(kv_states[done])
         if done < len(ends):
             self.lru.restore(lru)
             self.lru.access_block(touched[:done])
@@ -157,64 +161,93 @@ class HBFService:
         demand = (np.zeros(shape, dtype=bool) if not self.weights_in_hbf
                   else self.router.touched_block(tokens, slice(0, self.slots)) if moe
                   else np.ones(shape, dtype=bool))
-        if self.options.prefetch == "moe-speculative" and moe:
-            predicted = np.concatenate((self.previous[None], demand[:-1]))
-        else:
-            predicted = np.zeros(shape, dtype=bool)
-        touched = demand | predicted
+        speculative = self.options.prefetch == "moe-speculative" and moe
+        predicted = np.concatenate((self.previous[None], demand[:-1])) if speculative else None
+        touched = demand | predicted if speculative else demand
         hits = self.lru.access_block(touched)
         miss = touched & ~hits
         if count:
             self.previous = demand[-1]
-        if self.options.prefetch == "next-layer" and not moe:
-            ahead, on_demand = miss, np.zeros_like(miss)
-        else:
-            ahead, on_demand = miss & predicted, miss & demand & ~predicted
-        return (touched, demand, ahead.sum(axis=2), on_demand.sum(axis=2), (ahead & demand).sum(axis=2),
-                miss.sum(axis=(1, 2)).tolist(), demand.sum(axis=(1, 2)).tolist(),
-                (demand & hits).sum(axis=(1, 2)).tolist())
+        def per_layer(mask):
+            return np.count_nonzero(mask, axis=2)
+        if speculative:
+            ahead = miss & predicted
+            n_ahead, n_demand, useful = per_layer(ahead), per_layer(miss & demand & ~predicted), per_layer(ahead & demand)
+        else:       # next-layer prefetches every miss of a dense model (all used); otherwise each is waited for
+            misses = per_layer(miss)
+            none = np.zeros_like(misses)
+            n_ahead, n_demand = (misses, none) if self.options.prefetch == "next-layer" and not moe else (none, misses)
+            useful = n_ahead
+        # Every miss is either prefetched or fetched on demand.
+        return touched, demand, (n_ahead, n_demand, useful, (n_ahead + n_demand).sum(axis=1),
+                                 per_layer(demand).sum(axis=1), per_layer(demand & hits).sum(axis=1))
 
-    def _iteration(self, compute_s: float, hbm_bytes: float, iteration: int, n_ahead: np.ndarray,
-                   n_demand: np.ndarray, useful: np.ndarray, fetched: int, accesses: int,
-                   hits: int) -> tuple[float, float]:
-        """Seconds of one iteration whose compute alone (weights at HBM speed) takes `compute_s`, and the
-        bytes written into the frame cache; `n_ahead`, `n_demand`, `useful` per layer (objects prefetched,
-        fetched on demand, prefetched and used), `fetched` objects read from the media in all."""
-        c, o = self.counters, self.options
-        kv_read, kv_programmed = self._kv_iteration(iteration)
-        wait_s = self._wait_for_service() if fetched or kv_read or kv_programmed else 0.0
-        rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
+    def _iterations(self, compute_s: np.ndarray, hbm_bytes: np.ndarray, objects: tuple,
+                    kv: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+        """Seconds of each iteration of a block whose compute alone (weights at HBM speed) takes `compute_s`,
+        the bytes written into the frame caches, and the state before each iteration (and after the last).
+        `objects`: per iteration and layer the objects prefetched, fetched on demand, prefetched and used, and
+        per iteration the objects fetched, demanded and hit; `kv`: per iteration the KV bytes read from the
+        media and programmed. The media times are computed for the rest of the block at once and again
+        only when the service rate changes (throttle state, refresh); the package then advances iteration by
+        iteration."""
+        n_ahead, n_demand, useful, fetched, accesses, hits = objects
+        count, o, c = len(compute_s), self.options, self.counters
+        kv_read, kv_programmed = kv[:, 0], kv[:, 1]
         # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
         kv_ahead = o.prefetch != "none"
-        kv_layer = kv_read / self.layers
+        kv_layer = (kv_read / self.layers)[:, None]
         ahead_bytes = n_ahead * self.object_bytes + (kv_layer if kv_ahead else 0.0)
         demand_bytes = n_demand * self.object_bytes + (0.0 if kv_ahead else kv_layer)
+        # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
+        overlap = self._after_first * (compute_s / self.layers)[:, None]
+        fetched_bytes = fetched * self.object_bytes + kv_read
+        reads = (fetched_bytes + kv_programmed).tolist()
+        compute, hbm, fill = compute_s.tolist(), hbm_bytes.tolist(), fetched_bytes.tolist()
+        fetched, accesses, hits = fetched.tolist(), accesses.tolist(), hits.tolist()
+        kv_read, kv_programmed = kv_read.tolist(), kv_programmed.tolist()
+        gpu_w, hbm_energy = self.base.hardware.gpu.power_w, self.base.hardware.gpu.stack.energy_per_byte / \
+            self.base.shard.tp
+        seconds, states, rate_used, first = np.empty(count), [], None, 0
+        for i in range(count):
+            states.append(self._state())
+            wait_s = self._wait_for_service() if reads[i] else 0.0
+            rate = self._rate() or math.inf        # zero only when nothing is read: no media time then
+            if rate != rate_used:
+                rate_used, first = rate, i
+                timing = self._media_times(rate, ahead_bytes[i:], demand_bytes[i:], overlap[i:], n_ahead[i:],
+                                           n_demand[i:], useful[i:], np.asarray(kv_programmed[i:]))
+            stall, in_time, waited, wasted = (t[i - first] for t in timing)
+            seconds[i] = total = compute[i] + stall + wait_s
+            c["accesses"] += accesses[i]
+            c["hits"] += hits[i]
+            c["prefetched_in_time"] += in_time
+            c["media_reads"] += fetched[i] * self.object_pages
+            c["media_reads_waited"] += waited * self.object_pages
+            c["media_bytes"] += fetched[i] * self.object_bytes
+            c["wasted_prefetch_bytes"] += wasted * self.object_bytes
+            c["fill_bytes"] += fill[i]
+            c["stall_s"] += stall
+            hbf_w = (fill[i] * self.tier.energy_per_byte + kv_programmed[i] * self.stack.program_energy_per_byte)
+            self._advance(total - wait_s, np.array([gpu_w * compute[i], hbm[i] * hbm_energy, hbf_w]) / total)
+        states.append(self._state())
+        return seconds, np.asarray(fill), states
+
+    def _media_times(self, rate: float, ahead_bytes, demand_bytes, overlap, n_ahead, n_demand, useful,
+                     programmed) -> tuple:
+        """At service `rate`, per iteration: the stall (media time not hidden by compute), the prefetched
+        objects used in time, the objects waited for, the prefetched objects not used (lists)."""
         ahead_s = np.where(ahead_bytes > 0, self.tier.latency_s + ahead_bytes / rate, 0.0)
         demand_s = np.where(demand_bytes > 0, self.tier.latency_s + demand_bytes / rate, 0.0)
-        # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start of the iteration).
-        overlap = self._after_first * (compute_s / self.layers)
         late = ahead_s > overlap
         # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
         # not overlapped with the iteration's reads: an upper bound.
-        program_s = kv_programmed / rate + kv_programmed / PAGE_BYTES * self.stack.program_s / (
-            self.layout.hbf_stacks * self.stack.outstanding_reads) if kv_programmed else 0.0
-        stall = float(np.maximum(ahead_s - overlap, 0.0).sum() + demand_s.sum()) + program_s
-        seconds = compute_s + stall + wait_s
-        c["accesses"] += accesses
-        c["hits"] += hits
-        c["prefetched_in_time"] += float(useful[~late].sum())
-        c["media_reads"] += fetched * self.object_pages
-        c["media_reads_waited"] += float(n_demand.sum() + n_ahead[late].sum()) * self.object_pages
-        c["media_bytes"] += fetched * self.object_bytes
-        c["wasted_prefetch_bytes"] += float(n_ahead.sum() - useful.sum()) * self.object_bytes
-        c["fill_bytes"] += fetched * self.object_bytes + kv_read
-        c["stall_s"] += stall
-        gpu_w = self.base.hardware.gpu.power_w * compute_s / seconds
-        hbm_w = hbm_bytes / self.base.shard.tp * self.base.hardware.gpu.stack.energy_per_byte / seconds
-        hbf_w = ((fetched * self.object_bytes + kv_read) * self.tier.energy_per_byte
-                 + kv_programmed * self.stack.program_energy_per_byte) / seconds
-        self._advance(seconds - wait_s, np.array([gpu_w, hbm_w, hbf_w]))
-        return seconds, fetched * self.object_bytes + kv_read
+        program_s = programmed / rate + programmed / PAGE_BYTES * self.stack.program_s / (
+            self.layout.hbf_stacks * self.stack.outstanding_reads)
+        stall = np.maximum(ahead_s - overlap, 0.0).sum(axis=1) + demand_s.sum(axis=1) + program_s
+        return (stall.tolist(), (useful * ~late).sum(axis=1).tolist(),
+                (n_demand.sum(axis=1) + (n_ahead * late).sum(axis=1)).tolist(),
+                (n_ahead.sum(axis=1) - useful.sum(axis=1)).tolist())
 
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media
@@ -276,13 +309,10 @@ class HBFService:
         """What one iteration changes besides the frame cache and routing (those are replayed on a rollback)."""
         return (self.thermal.temps.copy(), self.throttle.state, self.retention.aging,
                 self.retention.refreshed, dict(self.counters), list(self.residency), len(self.trace),
-                self.refresh_share, self.refresh_heat_j, self.clock, self.kv.snapshot() if self.kv else None)
+                self.refresh_share, self.refresh_heat_j, self.clock)
 
     def _restore(self, state: tuple) -> None:
-        (temps, throttle, aging, refreshed, counters, residency, trace, refresh_share, refresh_heat, clock,
-         kv) = state
-        if self.kv is not None:
-            self.kv.restore(kv)
+        (temps, throttle, aging, refreshed, counters, residency, trace, refresh_share, refresh_heat, clock) = state
         self.thermal.temps, self.throttle.state = temps, throttle
         self.retention.restore(aging, refreshed)
         self.counters, self.residency = counters, residency

@@ -109,12 +109,20 @@ class LayerLRU:
         before = np.concatenate(([self.previous_count], touched[:-1]))
         if count == 0 or (before < self.capacity).any():
             return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
-        previous = np.concatenate((self.previous[None], flat[:-1]))
-        after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous one
         per_layer = np.count_nonzero(masks, axis=2)
         earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
-        hits = masks & previous.reshape(masks.shape)
-        hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
+        previous_layers = np.concatenate((self.previous.reshape(1, self.layers, self.slots).sum(axis=2),
+                                          per_layer[:-1]))
+        # At least what the previous iteration touched in later layers is above any object of a layer: when
+        # that plus this iteration's earlier layers reaches the capacity everywhere, nothing hits.
+        later_layers = before[:, None] - np.cumsum(previous_layers, axis=1)
+        if (later_layers + earlier >= self.capacity).all():
+            hits = np.zeros_like(masks)
+        else:
+            previous = np.concatenate((self.previous[None], flat[:-1]))
+            after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous
+            hits = masks & previous.reshape(masks.shape)
+            hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
         # The last touches are folded in when asked for (a run of such blocks never needs them).
         self._unapplied = (*self._unapplied, (self.iteration, flat))
         if len(self._unapplied) >= 64:

@@ -165,7 +165,8 @@ class HBFService:
         predicted = np.concatenate((self.previous[None], demand[:-1])) if speculative else None
         touched = demand | predicted if speculative else demand
         hits = self.lru.access_block(touched)
-        miss = touched & ~hits
+        any_hit = hits.any()
+        miss = touched & ~hits if any_hit else touched
         if count:
             self.previous = demand[-1]
         def per_layer(mask):
@@ -180,7 +181,8 @@ class HBFService:
             useful = n_ahead
         # Every miss is either prefetched or fetched on demand.
         return touched, demand, (n_ahead, n_demand, useful, (n_ahead + n_demand).sum(axis=1),
-                                 per_layer(demand).sum(axis=1), per_layer(demand & hits).sum(axis=1))
+                                 per_layer(demand).sum(axis=1),
+                                 per_layer(demand & hits).sum(axis=1) if any_hit else np.zeros(count, dtype=np.int64))
 
     def _iterations(self, compute_s: np.ndarray, hbm_bytes: np.ndarray, objects: tuple,
                     kv: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:

@@ -8,8 +8,11 @@ l+1's misses are fetched while layer l computes (a dense model's weights are kno
 experts are not: its router runs first); with `moe-speculative`, each layer prefetches the experts it used
 in the previous iteration (recent routing, HBFSim's D6) and waits only for the ones it did not predict.
 
-The servers price a block of iterations at once and may cut it short; the service keeps its state after
-each priced iteration and rolls back to the iterations that really ran when it is next asked (or at the end).
+The servers price a block of iterations at once and may cut it short. Routing and the frame caches do not
+depend on timing: they are computed for the whole block at once (numpy) and, when the block is cut, replayed
+up to the iterations that really ran; the package state (temperatures, throttle, retention, counters) is kept
+after each priced iteration and rolled back to the last one that ran when the service is next asked (or at
+the end).
 """
 import math
 from dataclasses import dataclass

@@ -234,7 +234,7 @@ class HBFService:
             c["fill_bytes"] += fill[i]
             c["stall_s"] += stall
             hbf_w = (fill[i] * self.tier.energy_per_byte + kv_programmed[i] * self.stack.program_energy_per_byte)
-            self._advance(total - wait_s, np.array([gpu_w * compute[i], hbm[i] * hbm_energy, hbf_w]) / total)
+            self._advance(total - wait_s, (gpu_w * compute[i] / total, hbm[i] * hbm_energy / total, hbf_w / total))
         states.append(self._state())
         return seconds, np.asarray(fill), states
 
@@ -282,11 +282,11 @@ class HBFService:
         self.counters["cooling_wait_s"] += waited
         return waited
 
-    def _advance(self, dt: float, power: np.ndarray) -> None:
+    def _advance(self, dt: float, power) -> None:
         """Hold `power` (W: GPU, HBM, HBF) for dt: heat, throttle, age, refresh. The previous step's refresh
         (read + program energy) heats the HBF dies during this one."""
         if self.refresh_heat_j and dt > 0:
-            power = power + np.array([0.0, 0.0, self.refresh_heat_j / dt])
+            power = (power[0], power[1], power[2] + self.refresh_heat_j / dt)
             self.refresh_heat_j = 0.0
         state = self.throttle.state
         temps = self.thermal.step(dt, power)

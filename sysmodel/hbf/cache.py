@@ -63,7 +63,9 @@ class LayerLRU:
         self._unapplied: tuple = ()      # (first iteration, iterations x objects touched) not yet in _last
         self.iteration = 0
         self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
+        self.previous_layers = np.zeros(layers, dtype=np.int64)   # ... how many objects of each layer
         self.previous_count = 0
+        self.touched_per_layer = np.zeros((0, layers), dtype=np.int64)
 
         self._order: np.ndarray | None = np.arange(layers * slots)
 
@@ -91,10 +93,12 @@ class LayerLRU:
         return self._order
 
     def state(self) -> tuple:
-        return self._last, self._unapplied, self.iteration, self.previous, self.previous_count   # never modified
+        return (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,  # never modified
+                self.previous_count)
 
     def restore(self, state: tuple) -> None:
-        self._last, self._unapplied, self.iteration, self.previous, self.previous_count = state
+        (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,
+         self.previous_count) = state
         self._order = None
 
     def access_block(self, masks: np.ndarray) -> np.ndarray:
@@ -105,14 +109,14 @@ class LayerLRU:
         touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
         count = len(masks)
         flat = masks.reshape(count, -1)
-        touched = np.count_nonzero(flat, axis=1)
+        per_layer = np.count_nonzero(masks, axis=2)
+        touched = per_layer.sum(axis=1)
         before = np.concatenate(([self.previous_count], touched[:-1]))
+        self.touched_per_layer = per_layer        # (iterations x layers) for the caller's counts
         if count == 0 or (before < self.capacity).any():
             return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
-        per_layer = np.count_nonzero(masks, axis=2)
         earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
-        previous_layers = np.concatenate((self.previous.reshape(1, self.layers, self.slots).sum(axis=2),
-                                          per_layer[:-1]))
+        previous_layers = np.concatenate((self.previous_layers[None], per_layer[:-1]))
         # At least what the previous iteration touched in later layers is above any object of a layer: when
         # that plus this iteration's earlier layers reaches the capacity everywhere, nothing hits.
         later_layers = before[:, None] - np.cumsum(previous_layers, axis=1)
@@ -128,7 +132,7 @@ class LayerLRU:
         if len(self._unapplied) >= 64:
             self._fold()
         self.iteration += count
-        self.previous, self.previous_count = flat[-1], int(touched[-1])
+        self.previous, self.previous_layers, self.previous_count = flat[-1], per_layer[-1], int(touched[-1])
         self._order = None
         return hits
 
@@ -164,6 +168,7 @@ class LayerLRU:
         self._last[flat] = self.iteration * self._last.size + flat   # (iteration, layer, slot) in order
         self.iteration += 1
         self.previous, self.previous_count = mask.ravel().copy(), flat.size
+        self.previous_layers = np.count_nonzero(mask, axis=1)
         out = np.zeros(mask.shape, dtype=bool)
         out.ravel()[flat] = hits
         return out

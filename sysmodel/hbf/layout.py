@@ -86,7 +86,8 @@ class Layout:
 
     def hbm_resident_bytes(self, shard: Shard) -> float:
         """Per GPU: the weights kept in HBM plus the frame regions (what the KV cache cannot use)."""
-        return shard.weight_bytes - self.hbf_weight_bytes(shard) + (self.frame_cache_gib + self.kv_frame_cache_gib) * GIB
+        frames = (self.frame_cache_gib + self.kv_frame_cache_gib) * GIB
+        return shard.weight_bytes - self.hbf_weight_bytes(shard) + frames
 
     def hbf_weight_bytes(self, shard: Shard) -> float:
         if self.weights == "hbm":

@@ -83,10 +83,14 @@ class HBFService:
         model = shard.model
         require(options.routing_trace is None or model.moe,
                 f"a routing trace needs an MoE model; {model.name} is dense")
-        self.router = None if not model.moe else TraceRouter(
-            load_trace(options.routing_trace, model.layers, model.experts, model.experts_per_token)) \
-            if options.routing_trace is not None else \
-            Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew, options.seed), self.layers)
+        if not model.moe:
+            self.router = None
+        elif options.routing_trace is not None:
+            self.router = TraceRouter(load_trace(options.routing_trace, model.layers, model.experts,
+                                                 model.experts_per_token))
+        else:
+            self.router = Router(RoutingModel(model.experts, model.experts_per_token, options.routing_skew,
+                                              options.seed), self.layers)
         self.thermal = Thermal(rc, options.ambient_c)
         self.throttle = Throttle()
         # KV blocks and the shared prefix through their own frame region (sysmodel/hbf/kv.py).
@@ -172,19 +176,21 @@ class HBFService:
         miss = touched & ~hits if any_hit else touched
         if count:
             self.previous = demand[-1]
+
         def per_layer(mask):
             return np.count_nonzero(mask, axis=2)
         if speculative:
             ahead = miss & predicted
-            n_ahead, n_demand, useful = per_layer(ahead), per_layer(miss & demand & ~predicted), per_layer(ahead & demand)
+            n_ahead, n_demand = per_layer(ahead), per_layer(miss & demand & ~predicted)
+            useful = per_layer(ahead & demand)
         else:       # next-layer prefetches every miss of a dense model (all used); otherwise each is waited for
-            misses = per_layer(miss)
+            misses = per_layer(miss) if any_hit else self.lru.touched_per_layer      # no hit: every touch
             none = np.zeros_like(misses)
             n_ahead, n_demand = (misses, none) if self.options.prefetch == "next-layer" and not moe else (none, misses)
             useful = n_ahead
         # Every miss is either prefetched or fetched on demand.
         return touched, demand, (n_ahead, n_demand, useful, (n_ahead + n_demand).sum(axis=1),
-                                 per_layer(demand).sum(axis=1),
+                                 (per_layer(demand) if speculative else self.lru.touched_per_layer).sum(axis=1),
                                  per_layer(demand & hits).sum(axis=1) if any_hit else np.zeros(count, dtype=np.int64))
 
     def _iterations(self, compute_s: np.ndarray, hbm_bytes: np.ndarray, objects: tuple,

@@ -158,6 +158,11 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
     hbf.add_argument("--ambient-c", type=float, default=None, metavar="T", help="coolant temperature (default 45 C)")
     hbf.add_argument("--routing-skew", type=float, default=None, metavar="S",
                      help="MoE expert popularity ~ rank^-S (default 0: uniform)")
+    hbf.add_argument("--shared-prefix-tokens", type=int, default=0, metavar="N",
+                     help="every prompt starts with the same N tokens, their KV stored once in the layout's "
+                          "prefix tier and read by every request (chunked/gpu; default 0)")
+    hbf.add_argument("--routing-trace", default=None, metavar="FILE",
+                     help="replay MoE routing from FILE instead of the seeded model (format: docs/hbf.md)")
     simulate.set_defaults(run=_simulate)
     return simulate
 
@@ -180,7 +185,7 @@ def _add_quantization(simulate) -> None:
                                "stack's bandwidth (default), or is assumed not to bind")
 
 
-HBF_FLAGS = ("hbf_grade", "hbf_read_us", "frame_cache_gb", "prefetch", "ambient_c", "routing_skew")
+HBF_FLAGS = ("hbf_grade", "hbf_read_us", "frame_cache_gb", "prefetch", "ambient_c", "routing_skew", "routing_trace")
 
 
 def _hbf_options(args):
@@ -190,19 +195,22 @@ def _hbf_options(args):
 
     given = [flag for flag in HBF_FLAGS if getattr(args, flag) is not None]
     layout = resolve_layout(args.memory)
-    if given and (layout is None or layout.weights != "hbf"):
-        raise UsageError(f"--{given[0].replace('_', '-')} needs a --memory layout with weights in HBF (B, C or a file)")
+    if given and (layout is None or not layout.uses_hbf):
+        raise UsageError(f"--{given[0].replace('_', '-')} needs a --memory layout that puts something in HBF "
+                         f"(B, C or a file)")
     for flag in ("hbf_read_us", "frame_cache_gb", "ambient_c", "routing_skew"):
         value = getattr(args, flag)
         if value is not None and not math.isfinite(value):
             raise UsageError(f"--{flag.replace('_', '-')} must be a finite number, got {value}")
     if args.routing_skew is not None and args.routing_skew < 0:
         raise UsageError(f"--routing-skew must be >= 0, got {args.routing_skew}")
+    if args.routing_skew is not None and args.routing_trace is not None:
+        raise UsageError("--routing-skew shapes the seeded routing model; --routing-trace replaces it: give one")
     return HBFOptions(grade=1 if args.hbf_grade is None else args.hbf_grade,
                       read_s=None if args.hbf_read_us is None else args.hbf_read_us * 1e-6,
                       frame_cache_gib=args.frame_cache_gb, prefetch=args.prefetch or "none",
                       ambient_c=45.0 if args.ambient_c is None else args.ambient_c,
-                      routing_skew=args.routing_skew or 0.0, seed=args.seed)
+                      routing_skew=args.routing_skew or 0.0, routing_trace=args.routing_trace, seed=args.seed)
 
 
 def _add_synth(commands) -> None:
@@ -459,7 +467,8 @@ def _simulation_config(args):
     hardware = with_overrides(resolve_hardware(args.hardware), overrides)
     return SimulationConfig(_fidelity_system(args), resolve_model(args.model), workload, hardware,
                             args.mmu_policy or "prefill-first", args.batch, args.chunk_tokens, _quantization(args),
-                            args.perf_model, args.memory, _hbf_options(args), **_effect_options(args))
+                            args.perf_model, args.memory, _hbf_options(args),
+                            shared_prefix_tokens=args.shared_prefix_tokens, **_effect_options(args))
 
 
 def _quantization(args):
@@ -484,8 +493,9 @@ def _folder_name(args, config) -> str:
         + (f"_{args.activations}" if args.activations != "fp16" else "")
         + (f"_link-{args.dqb_link}" if args.dqb_link != "expanded" else "")) + (
         f"_mem-{Path(args.memory).stem}" if args.memory != "hbm" else "") + (
-        "".join(f"_{flag}{getattr(args, flag)}" for flag in HBF_FLAGS if getattr(args, flag) is not None)
-        + _effect_suffix(args))
+        "".join(f"_{flag}{Path(str(getattr(args, flag))).name}" for flag in HBF_FLAGS
+                if getattr(args, flag) is not None)) + (
+        f"_prefix{args.shared_prefix_tokens}" if args.shared_prefix_tokens else "") + _effect_suffix(args)
     w = config.workload
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .hbf.media import PAGE_BYTES
 from .engine import Request
 from .errors import require
 from .metrics import time_between_tokens
@@ -289,6 +290,10 @@ def _hbf_rows(h: dict) -> list[tuple[str, str]]:
         ("max temperature", ", ".join(f"{k} {v:.1f} C" for k, v in h["max_temperature_c"].items())),
         ("refresh / P/E", f"{h['hbf_refresh_read_bytes'] / 1e9:.3f} GB refreshed, "
                           f"{h['pe_cycles_per_block']:.2e} P/E cycles per block"),
+        ("KV in HBF", f"{h['kv_media_read_pages'] * PAGE_BYTES / 1e9:.2f} GB read, "
+                      f"{h['kv_programmed_pages'] * PAGE_BYTES / 1e9:.2f} GB programmed ({h['kv_write_backs']:.0f} "
+                      f"dirty blocks written back), {h['kv_hits']:.0f} / {h['kv_misses']:.0f} block hits / misses; "
+                      f"{h['kv_hbm_read_bytes'] / 1e9:.2f} GB of KV/prefix read from HBM"),
     ]
 
 

@@ -44,6 +44,7 @@ class SimulationConfig:
     all_reduce: str = "bandwidth"        # bandwidth, alpha-beta or nvls (`sysmodel.perf`)
     overlap: bool = False                # all-reduces overlapped with compute
     decode_hardware: str | Hardware | None = None    # PD only: the decode pool's machine
+    shared_prefix_tokens: int = 0        # every prompt starts with the same N tokens, their KV stored once
 
 
 @dataclass
@@ -83,11 +84,12 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     require(decode_hardware is None or layout is None, "HBF layouts with a separate decode machine are not modelled")
     setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
                       config.max_batch, config.chunk_tokens, config.quantization, config.perf_model, layout,
-                      config.hbf, config.all_reduce, config.overlap, decode_hardware)
+                      config.hbf, config.all_reduce, config.overlap, decode_hardware,
+                      config.shared_prefix_tokens)
     machines = [hardware] + ([decode_hardware] if decode_hardware is not None else [])
     loop = EventLoop()
     system = build(config.system, setting, loop)
-    requests = _from_first_arrival(config.workload.generate())
+    requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
     for request in requests:
         loop.at(request.arrival, lambda request=request: system.submit(request))
     started = time.perf_counter()
@@ -117,6 +119,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "quantization": asdict(config.quantization),
         "verified_blocks": _used_figures(setting, config.system),
         "memory": asdict(layout) if layout is not None else "hbm",
+        "shared_prefix_tokens": config.shared_prefix_tokens,
     }
     for name, used in resolved["verified_blocks"].items():
         log.info("verified figures used: %s %s", name, used["params"])
@@ -131,19 +134,34 @@ def _hbf_summary(parts: list[dict]) -> dict:
     """The instances' HBF figures: traffic and counts summed, the hottest package's temperatures and the
     first instance's throttle residency (instances of one system run alike), rates over the sums."""
     total = {key: sum(p[key] for p in parts) for key, value in parts[0].items() if isinstance(value, float)
-             and key not in ("object_bytes", "pe_cycles_per_block", "stall_s", "cooling_wait_s")}
+             and key not in ("object_bytes", "pe_cycles_per_block", "kv_pe_cycles_per_block", "stall_s",
+                             "cooling_wait_s")}
     accesses = total["accesses"]
     return {**total,
             "frame_cache_hit_rate": total["frame_cache_hits"] / accesses if accesses else math.nan,
             "served_without_media_read_fraction": total["served_without_media_read"] / accesses if accesses
             else math.nan,
             "pe_cycles_per_block": max(p["pe_cycles_per_block"] for p in parts),
+            "kv_pe_cycles_per_block": max(p["kv_pe_cycles_per_block"] for p in parts),
             "stall_s": max(p["stall_s"] for p in parts),
             "cooling_wait_s": max(p["cooling_wait_s"] for p in parts),
             "throttle_residency_s": parts[0]["throttle_residency_s"],
             "max_temperature_c": {k: max(p["max_temperature_c"][k] for p in parts)
                                   for k in parts[0]["max_temperature_c"]},
             "instances": len(parts)}
+
+
+def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:
+    """The prefix's KV is there from the start (computed once, like a loaded system prompt): each request
+    prefills only the rest of its prompt, reading the prefix as already-cached context."""
+    require(isinstance(tokens, int) and tokens >= 0, f"shared prefix must be >= 0 tokens, got {tokens}")
+    if tokens:
+        shortest = min(r.input_len for r in requests)
+        require(tokens < shortest, f"shared prefix of {tokens} tokens must be shorter than every prompt (the "
+                                   f"shortest has {shortest})")
+        for request in requests:
+            request.prefilled = tokens
+    return requests
 
 
 # Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).

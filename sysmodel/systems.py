@@ -91,6 +91,7 @@ class Setting:
     all_reduce: str = "bandwidth"        # how the roofline prices an all-reduce (`sysmodel.perf`)
     overlap: bool = False                # all-reduces overlapped with compute
     decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
+    shared_prefix_tokens: int = 0        # a KV prefix every prompt starts with, stored once (docs/hbf.md)
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
@@ -131,16 +132,24 @@ def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
 
 
 def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
-    """The KV-cache capacity of one instance: what its GPUs' memory holds beyond their weights."""
+    """The KV-cache capacity of one instance: what its GPUs' memory holds beyond their weights (and the shared
+    prefix, stored once); with the KV cache in HBF, what the HBF holds beyond the weights there."""
     capacity = setting.hardware.gpu.memory.capacity_bytes
     weights = setting.weight_bytes(shard)
-    if setting.layout is not None:
-        setting.layout.check(shard)
-        weights = setting.layout.hbm_resident_bytes(shard)
-    if weights >= capacity:
+    layout = setting.layout
+    prefix = setting.shared_prefix_tokens * shard.kv_bytes_per_token
+    in_hbm = prefix if layout is None or layout.prefix == "hbm" else 0.0
+    if layout is not None:
+        layout.check(shard)
+        weights = layout.hbm_resident_bytes(shard)
+    if weights + in_hbm >= capacity:
         raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
                           f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
-    return KVPool(int((capacity - weights) // shard.kv_bytes_per_token), name)
+    if layout is not None and layout.kv == "hbf":
+        capacity = layout.hbf_bytes - layout.hbf_weight_bytes(shard) - (prefix - in_hbm)
+        require(capacity > 0, f"{setting.model.name}: layout {layout.name} leaves no HBF for the KV cache")
+        return KVPool(int(capacity // shard.kv_bytes_per_token), name)
+    return KVPool(int((capacity - weights - in_hbm) // shard.kv_bytes_per_token), name)
 
 
 class ServingSystem:
@@ -167,26 +176,31 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
             raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
         spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
+    layout = setting.layout
     require(not _in_hbf(setting) or isinstance(spec, (Chunked, SingleGPU, Disaggregated)),
-            f"weights in HBF are modelled for systems whose servers do not share a memory tier (chunked, gpu, "
-            f"pd-*), not {system}")
+            f"HBF is modelled for systems whose servers do not share a memory tier (chunked, gpu, pd-*), not "
+            f"{system} (docs/hbf.md, 'Systems')")
+    require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
+            or isinstance(spec, (Chunked, SingleGPU)),
+            f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
+            f"{system} (docs/hbf.md, 'Systems')")
     builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
                 SingleGPU: _single_gpu}
     builders[type(spec)](spec, setting, built)
     return built
 
 
-# HBF (issue 14): with weights in HBF, each GPU instance's executor runs behind a stateful `HBFService`.
+# HBF (issue 14): with anything in HBF, each GPU instance's executor runs behind a stateful `HBFService`.
 def _in_hbf(setting: Setting) -> bool:
-    return setting.layout is not None and setting.layout.weights == "hbf"
+    return setting.layout is not None and setting.layout.uses_hbf
 
 
 def _gpu_cost(setting: Setting, built: ServingSystem, shard: Shard) -> Callable:
-    """The iteration cost of GPUs holding `shard`, through the HBF tier when the layout puts the weights there."""
+    """The iteration cost of GPUs holding `shard`, through the HBF tier when the layout puts anything there."""
     gpu = gpu_execution(setting, shard)
     if not _in_hbf(setting):
         return gpu.cost
-    service = HBFService(built.loop, gpu, setting.layout, setting.hbf)
+    service = HBFService(built.loop, gpu, setting.layout, setting.hbf, setting.shared_prefix_tokens)
     built.hbf.append(service)
     return service.cost
 
@@ -254,6 +268,8 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
     server = MixedServer(built.loop, "mixed", _gpu_cost(setting, built, shard), account,
                          kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
                          chunk_tokens=setting.chunk, finished=built.finished.append)
+    for service in built.hbf:
+        service.server = server          # whose sequences' KV the service reads and writes
     built.submit = server.submit
 
 

@@ -59,9 +59,82 @@ class LayerLRU:
     def __init__(self, layers: int, slots: int, capacity: int) -> None:
         require(capacity >= 0, f"frame cache capacity must be >= 0 objects, got {capacity}")
         self.layers, self.slots, self.capacity = layers, slots, capacity
-        self.last = np.full(layers * slots, -1, dtype=np.int64)   # sequence number of the last touch
-        self.order = np.arange(layers * slots)                     # objects, least recently touched first
+        self._last = np.full(layers * slots, -1, dtype=np.int64)  # sequence number of the last touch
+        self._unapplied: tuple = ()      # (first iteration, iterations x objects touched) not yet in _last
         self.iteration = 0
+        self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
+        self.previous_layers = np.zeros(layers, dtype=np.int64)   # ... how many objects of each layer
+        self.previous_count = 0
+        self.touched_per_layer = np.zeros((0, layers), dtype=np.int64)
+
+        self._order: np.ndarray | None = np.arange(layers * slots)
+
+    @property
+    def last(self) -> np.ndarray:
+        """Each object's last touch, (iteration, layer, slot) as one increasing number; -1: never."""
+        self._fold()
+        return self._last
+
+    def _fold(self) -> None:
+        if self._unapplied:
+            first = self._unapplied[0][0]
+            flat = np.concatenate([touched for _, touched in self._unapplied])
+            latest = len(flat) - 1 - np.argmax(flat[::-1], axis=0)
+            size = self._last.size
+            self._last = np.where(flat.any(axis=0), (first + latest) * size + np.arange(size), self._last)
+            self._unapplied = ()
+
+    @property
+    def order(self) -> np.ndarray:
+        """Objects, least recently touched first (never-touched ones first, in index order): kept by `access`,
+        rebuilt from `last` after a block."""
+        if self._order is None:
+            self._order = np.argsort(self.last, kind="stable")
+        return self._order
+
+    def state(self) -> tuple:
+        return (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,  # never modified
+                self.previous_count)
+
+    def restore(self, state: tuple) -> None:
+        (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,
+         self.previous_count) = state
+        self._order = None
+
+    def access_block(self, masks: np.ndarray) -> np.ndarray:
+        """Touch the objects of several consecutive iterations (iterations x layers x slots); returns which
+        hit. When every iteration follows one that touched at least `capacity` objects, only objects the
+        previous iteration touched can hit (anything older has all of that iteration's objects above it),
+        and their stack distance is what the previous iteration touched after them plus what this one
+        touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
+        count = len(masks)
+        flat = masks.reshape(count, -1)
+        per_layer = np.count_nonzero(masks, axis=2)
+        touched = per_layer.sum(axis=1)
+        before = np.concatenate(([self.previous_count], touched[:-1]))
+        self.touched_per_layer = per_layer        # (iterations x layers) for the caller's counts
+        if count == 0 or (before < self.capacity).any():
+            return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
+        earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
+        previous_layers = np.concatenate((self.previous_layers[None], per_layer[:-1]))
+        # At least what the previous iteration touched in later layers is above any object of a layer: when
+        # that plus this iteration's earlier layers reaches the capacity everywhere, nothing hits.
+        later_layers = before[:, None] - np.cumsum(previous_layers, axis=1)
+        if (later_layers + earlier >= self.capacity).all():
+            hits = np.zeros_like(masks)
+        else:
+            previous = np.concatenate((self.previous[None], flat[:-1]))
+            after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous
+            hits = masks & previous.reshape(masks.shape)
+            hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
+        # The last touches are folded in when asked for (a run of such blocks never needs them).
+        self._unapplied = (*self._unapplied, (self.iteration, flat))
+        if len(self._unapplied) >= 64:
+            self._fold()
+        self.iteration += count
+        self.previous, self.previous_layers, self.previous_count = flat[-1], per_layer[-1], int(touched[-1])
+        self._order = None
+        return hits
 
     def access(self, mask: np.ndarray) -> np.ndarray:
         """Touch the objects in `mask` (layers x slots); returns which of them hit."""
@@ -90,9 +163,12 @@ class LayerLRU:
             overlap[candidates] = later[layer[candidates], rank + 1]
         distance = newer + earlier - overlap
         hits = seen & (distance < self.capacity)
-        self.last[flat] = self.iteration * self.last.size + flat     # (iteration, layer, slot) in order
-        self.order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
+        self._order = np.concatenate((self.order[~mask.ravel()[self.order]], flat))
+        self._last = self.last.copy()
+        self._last[flat] = self.iteration * self._last.size + flat   # (iteration, layer, slot) in order
         self.iteration += 1
+        self.previous, self.previous_count = mask.ravel().copy(), flat.size
+        self.previous_layers = np.count_nonzero(mask, axis=1)
         out = np.zeros(mask.shape, dtype=bool)
         out.ravel()[flat] = hits
         return out

@@ -28,8 +28,9 @@ PLACES = ("hbm", "hbf")
 class Layout:
     """One GPU's package. `weights`: where the weights that dominate decode traffic live (an MoE model's
     experts, a dense model's layer weights); embeddings, attention and routers of an MoE model stay in
-    HBM. `kv` must be hbm (a KV cache or shared prefixes in HBF is not modelled). `frame_cache_gib`: the HBM
-    region that holds HBF pages."""
+    HBM. `kv`: where the sequences' KV cache lives; `prefix`: where a shared KV prefix lives (docs/hbf.md).
+    `frame_cache_gib`: the HBM region that holds HBF weight pages; `kv_frame_cache_gib`: the one that holds
+    HBF KV blocks."""
     name: str
     hbm_stacks: int
     hbm_stack_gib: float = 36.0
@@ -37,7 +38,9 @@ class Layout:
     hbf_stack_gib: float = 512.0
     weights: str = "hbm"
     kv: str = "hbm"
+    prefix: str = "hbm"
     frame_cache_gib: float = 0.0
+    kv_frame_cache_gib: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"layout {self.name}"
@@ -45,18 +48,23 @@ class Layout:
             value = getattr(self, name)
             require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                     f"{where}: {name} must be a whole number >= 0, got {value!r}")
-        for name in ("hbm_stack_gib", "hbf_stack_gib", "frame_cache_gib"):
+        for name in ("hbm_stack_gib", "hbf_stack_gib", "frame_cache_gib", "kv_frame_cache_gib"):
             value = getattr(self, name)
             require(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                     and value >= 0, f"{where}: {name} must be a finite number >= 0, got {value!r}")
         require(self.hbm_stacks >= 1 and self.hbm_stack_gib > 0, f"{where}: needs at least one HBM stack")
-        require(self.weights in PLACES, f"{where}: weights must be hbm or hbf, got {self.weights!r}")
-        require(self.kv == "hbm", f"{where}: kv must be hbm (a KV cache in HBF is not modelled), got {self.kv!r}")
-        require(self.weights == "hbm" or (self.hbf_stacks >= 1 and self.hbf_stack_gib > 0),
-                f"{where}: weights are placed in HBF but the package has no HBF stack")
-        require(self.frame_cache_gib < self.hbm_bytes / GIB,
-                f"{where}: frame cache of {self.frame_cache_gib:g} GiB does not fit in {self.hbm_bytes / GIB:g} "
-                f"GiB of HBM")
+        for name in ("weights", "kv", "prefix"):
+            value = getattr(self, name)
+            require(value in PLACES, f"{where}: {name} must be hbm or hbf, got {value!r}")
+            require(value == "hbm" or (self.hbf_stacks >= 1 and self.hbf_stack_gib > 0),
+                    f"{where}: {name} placed in HBF but the package has no HBF stack")
+        frames = self.frame_cache_gib + self.kv_frame_cache_gib
+        require(frames < self.hbm_bytes / GIB,
+                f"{where}: frame cache of {frames:g} GiB does not fit in {self.hbm_bytes / GIB:g} GiB of HBM")
+
+    @property
+    def uses_hbf(self) -> bool:
+        return "hbf" in (self.weights, self.kv, self.prefix)
 
     @property
     def hbm_bytes(self) -> float:
@@ -77,8 +85,9 @@ class Layout:
         return replace(base, gpu=replace(base.gpu, stack=stack, stacks=self.hbm_stacks))
 
     def hbm_resident_bytes(self, shard: Shard) -> float:
-        """Per GPU: the weights kept in HBM plus the frame cache (what the KV cache cannot use)."""
-        return shard.weight_bytes - self.hbf_weight_bytes(shard) + self.frame_cache_gib * GIB
+        """Per GPU: the weights kept in HBM plus the frame regions (what the KV cache cannot use)."""
+        frames = (self.frame_cache_gib + self.kv_frame_cache_gib) * GIB
+        return shard.weight_bytes - self.hbf_weight_bytes(shard) + frames
 
     def hbf_weight_bytes(self, shard: Shard) -> float:
         if self.weights == "hbm":

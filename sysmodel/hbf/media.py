@@ -112,4 +112,13 @@ PROVENANCE = (
                "not fitted to HBFSim Fig. 3; compared in the study"),
     Provenance("HBM stack in layouts A/B/C", "36 GiB HBM4 12-high, 2 TB/s", "paper",
                "HBFSim §6.4 capacities (216 GiB = 6 x 36 GiB); Micron HBM4 36 GB 12-high"),
+    Provenance("frame cache of B and C", "8 GiB per GPU (--frame-cache-gb)", "assumption",
+               "not given by the seed; swept by the user"),
+    Provenance("KV block", "16 tokens of one sequence, each layer's slice page-aligned", "assumption",
+               "vLLM's default block size (docs.vllm.ai engine arguments, --block-size 16)"),
+    Provenance("KV write-back", "dirty pages from the first dirty token, whole 4 KiB pages; channel time "
+               "(bytes at the service rate + tPROG over the outstanding operations) not overlapped", "assumption",
+               "4 KiB aligned writes are standard (OCP); the timing is an upper bound of ours"),
+    Provenance("KV wear", "programs spread evenly over the KV region's erase blocks (no write amplification "
+               "beyond whole pages)", "assumption", "no public HBF FTL figure"),
 )

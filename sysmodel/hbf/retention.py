@@ -37,11 +37,26 @@ class Retention:
         self.activation_ev = activation_ev
         self.aging = 0.0
         self.refreshed = 0
+        self._rate_temp = self._rate = math.nan        # 1 / retention at the last temperature asked
+        self._deadline = self._next(0.0)
 
     def _crossed(self, aging: float) -> int:
         """Deadlines met by all zones together once `aging` has been added (floor(initial + aging), summed)."""
         whole, part = divmod(aging, 1.0)
         return int(whole) * self.initial.size + self.initial.size - int(np.searchsorted(self.initial, 1.0 - part))
+
+    def _next(self, aging: float) -> float:
+        """The damage added at which the first deadline after `aging` is met: the zone with the largest start
+        below 1 - frac(aging) reaches the next whole number first (or, if none, the largest start one later)."""
+        if not self.initial.size:
+            return math.inf
+        whole, part = divmod(aging, 1.0)
+        index = int(np.searchsorted(self.initial, 1.0 - part, side="left"))
+        return whole + (1.0 - self.initial[index - 1] if index else 2.0 - self.initial[-1])
+
+    def restore(self, aging: float, refreshed: int) -> None:
+        self.aging, self.refreshed = aging, refreshed
+        self._deadline = self._next(aging)
 
     @property
     def damage(self) -> np.ndarray:
@@ -49,8 +64,15 @@ class Retention:
 
     def advance(self, dt: float, temp_c: float) -> int:
         """Age every zone by dt at temp_c; returns how many deadlines were met (each one a refresh)."""
+        if temp_c != self._rate_temp:
+            self._rate_temp, self._rate = temp_c, 1.0 / retention_s(temp_c, self.activation_ev)
+        aging = self.aging + dt * self._rate
+        if aging < self._deadline - 1e-12:         # no deadline met (the usual step): nothing to count
+            self.aging = aging
+            return 0
         before = self._crossed(self.aging)
-        self.aging += dt / retention_s(temp_c, self.activation_ev)
+        self.aging = aging
+        self._deadline = self._next(aging)
         count = self._crossed(self.aging) - before
         self.refreshed += count
         return count

@@ -51,17 +51,28 @@ class Thermal:
         self._g = rc.conductance()
         self._resistance = np.linalg.inv(self._g)         # K per W of each node's power, at steady state
         rate = -np.diag(1 / np.asarray(rc.capacitance)) @ self._g
-        self._lambda, self._v = np.linalg.eig(rate)
+        # C^-1 G is similar to a symmetric matrix: real eigenvalues and vectors.
+        self._lambda, self._v = (np.real(x) for x in np.linalg.eig(rate))
         self._v_inv = np.linalg.inv(self._v)
+        self._power_modes = self._v_inv @ self._resistance     # W -> steady rise in the eigenbasis
+        # `step` runs once per simulated iteration: unrolled 3 x 3 float arithmetic is ~4x faster than numpy.
+        self._terms = (self._lambda.tolist(), self._v.tolist(), self._v_inv.tolist(), self._power_modes.tolist())
         self.temps = np.full(len(NODES), float(ambient_c))
 
     def steady(self, power) -> np.ndarray:
         return self.ambient + self._resistance @ np.asarray(power, dtype=float)
 
     def step(self, dt: float, power) -> np.ndarray:
-        target = self.steady(power)
-        decay = self._v @ np.diag(np.exp(self._lambda * dt)) @ self._v_inv
-        self.temps = target + np.real(decay @ (self.temps - target))
+        """Exact: in the eigenbasis each mode relaxes to its target as exp(lambda dt)."""
+        rates, v, v_inv, power_modes = self._terms
+        a = self.ambient
+        r0, r1, r2 = (t - a for t in self.temps.tolist())
+        p0, p1, p2 = (float(p) for p in power)
+        m = []
+        for rate, (i0, i1, i2), (w0, w1, w2) in zip(rates, v_inv, power_modes):
+            target = w0 * p0 + w1 * p1 + w2 * p2
+            m.append(target + math.exp(rate * dt) * (i0 * r0 + i1 * r1 + i2 * r2 - target))
+        self.temps = np.array([a + row[0] * m[0] + row[1] * m[1] + row[2] * m[2] for row in v])
         return self.temps
 
 

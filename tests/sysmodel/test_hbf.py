@@ -198,7 +198,8 @@ def test_bad_layouts_are_refused(tmp_path, capsys) -> None:
         (_layout_file(tmp_path, "broken.toml", "hbm_stacks = [1,\n"), "malformed layout file"),
         (_layout_file(tmp_path, "list.json", "[1, 2]"), "one table/object"),
         (_layout_file(tmp_path, "typo.toml", "hbm_stacks = 2\nhbf_stack = 1\n"), "unknown layout key"),
-        (_layout_file(tmp_path, "kv.json", '{"hbm_stacks": 2, "hbf_stacks": 1, "kv": "hbf"}'), "kv must be hbm"),
+        (_layout_file(tmp_path, "kv.json", '{"hbm_stacks": 2, "kv": "hbf"}'), "kv placed in HBF but the package has no"),
+        (_layout_file(tmp_path, "ssd.json", '{"hbm_stacks": 2, "prefix": "ssd"}'), "prefix must be hbm or hbf"),
     ]
     for layout, message in cases:
         out = tmp_path / "out"

@@ -1,0 +1,111 @@
+"""The KV cache and a shared prefix in HBF (issue 14): blocks through the frame region, dirty write-back in
+whole pages, the prefix stored once and read by every request; all counts worked by hand."""
+import pytest
+
+from basedie.cli import main
+from sysmodel.hardware import PAPER_HARDWARE, with_overrides
+from sysmodel.hbf.kv import KVFrames
+from sysmodel.hbf.layout import GIB, Layout
+from sysmodel.simulate import SimulationConfig, simulate
+from sysmodel.workload import FixedBatch
+
+ONE_GPU = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
+# Qwen3-30B-A3B on one GPU: 48 layers x 2 (K, V) x 4 KV heads x 128 x 2 B = 2,048 B per token and layer, so a
+# 16-token block is 8 pages per layer, 384 pages (1.5 MiB) in all; a block holding one token is 48 pages.
+BLOCK_PAGES, ONE_TOKEN_PAGES, BLOCK_MIB = 384, 48, 1.5
+
+
+def test_write_back_programs_whole_dirty_pages() -> None:
+    """2 layers of 1 KiB per token (4 tokens a page): a full block is 2 x 4 = 8 pages; a region of 1 block."""
+    kv = KVFrames(layers=2, layer_token_bytes=1024, capacity=1, prefix_tokens=0, own_in_hbf=True,
+                  prefix_in_hbf=False)
+    kv.iteration([(1, 0, 16)], {1})       # prompt: block 0 written (allocated, dirty), nothing read
+    assert kv.counts["programmed_pages"] == 0 and kv.counts["media_read_pages"] == 0
+    kv.iteration([(1, 16, 1)], {1})       # block 0 read (hit); token 16 allocates block 1, evicting dirty block 0
+    assert kv.counts["programmed_pages"] == 8 and kv.counts["write_backs"] == 1
+    kv.iteration([(1, 17, 1)], {1})
+    # block 0 read back (8 pages) evicts block 1 holding one token: a whole page per layer is programmed (2);
+    # block 1 read back (2 pages) evicts clean block 0 (no program); token 17 is written into block 1 (a hit).
+    assert kv.counts["programmed_pages"] == 8 + 2 and kv.counts["write_backs"] == 2
+    assert kv.counts["media_read_pages"] == 8 + 2
+    assert (kv.counts["hits"], kv.counts["misses"]) == (2, 4)
+    assert kv.frames[(1, 1)] == (2, 1)    # two tokens, dirty from token 1
+    kv.iteration([], set())               # the sequence finished: its dirty block is dropped, never programmed
+    assert not kv.frames and kv.counts["programmed_pages"] == 10
+
+
+def test_a_shared_prefix_is_one_set_of_blocks() -> None:
+    """32 prefix tokens = 2 blocks of 8 pages; 3 requests each read them once; their own KV is in HBM."""
+    uncached = KVFrames(2, 1024, capacity=0, prefix_tokens=32, own_in_hbf=False, prefix_in_hbf=True)
+    for request in range(3):
+        uncached.iteration([(request, 32, 8)], {request})
+    assert uncached.counts["media_read_pages"] == 3 * 2 * 8
+    assert uncached.counts["hbm_write_bytes"] == 3 * 8 * 2 * 1024 and uncached.counts["programmed_pages"] == 0
+    cached = KVFrames(2, 1024, capacity=4, prefix_tokens=32, own_in_hbf=False, prefix_in_hbf=True)
+    for request in range(3):
+        cached.iteration([(request, 32, 8)], {request})
+    assert cached.counts["media_read_pages"] == 2 * 8 and cached.counts["hits"] == 2 * 2
+
+
+def _layout(**keys) -> Layout:
+    # 2 x 36 GiB of HBM hold Qwen3-30B-A3B's 61 GB of weights; one HBF stack holds the KV.
+    return Layout("kv", hbm_stacks=2, hbf_stacks=1, **keys)
+
+
+def _run(layout: Layout, workload: FixedBatch, prefix: int = 0) -> dict:
+    return simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", workload, ONE_GPU, memory=layout,
+                                     shared_prefix_tokens=prefix)).summary["hbf"]
+
+
+def test_decode_writes_back_dirty_kv_blocks_during_serving() -> None:
+    """One request, 32-token prompt, 3 output tokens, a region of 2 blocks (3 MiB). Prefill writes blocks 0
+    and 1. Decode 1 reads them (hits) and writes token 32 into block 2, evicting dirty block 0 (384 pages).
+    Decode 2 reads blocks 0, 1, 2: block 0 (384 pages read) evicts dirty block 1 (384 programmed), block 1
+    (384 read) evicts block 2 with one token (48 programmed), block 2 (48 read) evicts clean block 0; token 33
+    goes into block 2 (a hit)."""
+    hbf = _run(_layout(kv="hbf", kv_frame_cache_gib=2 * BLOCK_MIB / 1024), FixedBatch(1, 32, 3))
+    assert hbf["kv_programmed_pages"] == 2 * BLOCK_PAGES + ONE_TOKEN_PAGES
+    assert hbf["kv_write_backs"] == 3
+    assert hbf["kv_media_read_pages"] == 2 * BLOCK_PAGES + ONE_TOKEN_PAGES
+    assert hbf["kv_written_tokens"] == 34
+    assert hbf["hbf_programmed_bytes"] == (2 * BLOCK_PAGES + ONE_TOKEN_PAGES) * 4096
+    assert hbf["kv_pe_cycles_per_block"] == pytest.approx(
+        (2 * BLOCK_PAGES + ONE_TOKEN_PAGES) / 256 / (512 * GIB / (256 * 4096)))
+
+
+@pytest.mark.parametrize("prefix_tier", ["hbm", "hbf"])
+def test_the_shared_prefix_is_read_once_per_request_from_its_tier(prefix_tier) -> None:
+    """4 requests of 1,024 prompt tokens, 512 of them a shared prefix, one output token (no decode): each
+    request's prefill reads the prefix once (32 blocks) and writes its own 512 tokens (32 blocks), straight
+    through to HBF (no KV region)."""
+    hbf = _run(_layout(kv="hbf", prefix=prefix_tier), FixedBatch(4, 1024, 1), prefix=512)
+    prefix_pages = 4 * 32 * BLOCK_PAGES
+    assert hbf["kv_media_read_pages"] == (prefix_pages if prefix_tier == "hbf" else 0)
+    assert hbf["kv_hbm_read_bytes"] == (4 * 512 * 48 * 2048 if prefix_tier == "hbm" else 0)
+    assert hbf["kv_programmed_pages"] == 4 * 32 * BLOCK_PAGES
+    assert hbf["kv_written_tokens"] == 4 * 512
+
+
+def test_a_kv_region_keeps_the_prefix_after_its_first_read() -> None:
+    """With a region of 64 blocks (96 MiB) the 32 prefix blocks are read from the media by the first request
+    only; the other three hit."""
+    hbf = _run(_layout(prefix="hbf", kv_frame_cache_gib=64 * BLOCK_MIB / 1024), FixedBatch(4, 1024, 1), prefix=512)
+    assert hbf["kv_media_read_pages"] == 32 * BLOCK_PAGES
+    assert hbf["kv_hits"] == 3 * 32 and hbf["kv_programmed_pages"] == 0
+
+
+BASE = ["simulate", "--model", "Qwen3-30B-A3B", "--hw", "gpus=1", "--input-len", "256", "--output-len", "4",
+        "--requests", "2", "--no-plots"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--system", "chunked", "--shared-prefix-tokens", "256"], "shorter than every prompt"),
+    (["--system", "chunked", "--shared-prefix-tokens", "-1"], "must be >= 0"),
+    (["--system", "pd-1:1", "--hw", "gpus=8", "--shared-prefix-tokens", "64"], "modelled for chunked and gpu"),
+])
+def test_bad_shared_prefix_is_one_line_exit_2_nothing_written(tmp_path, capsys, extra, message) -> None:
+    out = tmp_path / "out"
+    assert main([*BASE, *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()

@@ -62,13 +62,19 @@ class Scoreboard:
         self.checked += 1
 
 
-async def _run(dut, beats: list[model.Beat], source_pause: float = 0.0, sink_pause: float = 0.0,
-               rng: random.Random | None = None) -> Scoreboard:
-    scoreboard = Scoreboard(beats)
+def _ends(dut, rng: random.Random | None = None, source_pause: float = 0.0, sink_pause: float = 0.0):
+    """The bench's one source and one sink of a test (two drivers of one bus would fight), with random pauses."""
     src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
     if rng is not None:
         src.set_pause_generator(bench.random_pauses(rng, source_pause))
         snk.set_pause_generator(bench.random_pauses(rng, sink_pause))
+    return src, snk
+
+
+async def _run(ends, beats: list[model.Beat]) -> Scoreboard:
+    """Send the beats and check every output beat as it arrives."""
+    src, snk = ends
+    scoreboard = Scoreboard(beats)
     width = _width()
     cocotb.start_soon(bench.send_all(src, [stimulus.pack(b, width) for b in beats]))
     for _ in range(len(scoreboard.expected)):
@@ -84,13 +90,14 @@ async def latency_and_throughput_per_op(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(1)
+    ends = _ends(dut)
     accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
     figures = {}
     for op in Op:
         for beats in (stimulus.elementwise_beats(rng, op, 1, width),
                       stimulus.elementwise_beats(rng, op, STREAM_BEATS, width)):
             first_in, first_out = len(accepted.cycles), len(delivered.cycles)
-            await _run(dut, beats)
+            await _run(ends, beats)
             inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
             if len(beats) == 1:
                 latency = outputs[0] - inputs[0]
@@ -104,7 +111,7 @@ async def latency_and_throughput_per_op(dut):
     for op, reduce in REDUCTIONS:
         length = 8
         first_in, first_out = len(accepted.cycles), len(delivered.cycles)
-        await _run(dut, stimulus.reduction_beats(rng, op, reduce, [length] * 4, width))
+        await _run(ends, stimulus.reduction_beats(rng, op, reduce, [length] * 4, width))
         inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
         assert len(outputs) == 4
         latency = outputs[0] - inputs[length - 1]
@@ -128,7 +135,7 @@ async def bit_exact(dut):
     beats = [b for op in Op for b in stimulus.elementwise_beats(rng, op, CHECK_BEATS, width)]
     for op, reduce in REDUCTIONS:
         beats += stimulus.reduction_beats(rng, op, reduce, list(rng.integers(1, 10, 12)), width)
-    scoreboard = await _run(dut, beats)
+    scoreboard = await _run(_ends(dut), beats)
     bench.record(beats_checked=len(beats), output_beats_checked=scoreboard.checked)
 
 
@@ -147,7 +154,7 @@ async def random_back_pressure(dut):
             beats += stimulus.reduction_beats(rng, op, reduce, [int(rng.integers(1, 6))], width)
         else:
             beats += stimulus.elementwise_beats(rng, op, int(rng.integers(1, 12)), width)
-    scoreboard = await _run(dut, beats, 0.3, 0.5, random.Random(3))
+    scoreboard = await _run(_ends(dut, random.Random(3), 0.3, 0.5), beats)
     await ClockCycles(dut.clk, 20)
     assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
     bench.record(back_pressure_beats=len(beats), back_pressure_outputs=scoreboard.checked)
@@ -159,7 +166,7 @@ async def reset_mid_stream(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(4)
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
+    src, snk = _ends(dut)
     snk.pause = True
     first = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [6], width)[:4]  # no `last`: left half-folded
     await bench.send_all(src, [stimulus.pack(b, width) for b in first])
@@ -170,8 +177,4 @@ async def reset_mid_stream(dut):
     snk.clear()
     snk.pause = False
     beats = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [3, 2], width)
-    beats += stimulus.elementwise_beats(rng, Op.GELU, 20, width)
-    scoreboard = Scoreboard(beats)
-    cocotb.start_soon(bench.send_all(src, [stimulus.pack(b, width) for b in beats]))
-    for _ in range(len(scoreboard.expected)):
-        scoreboard.check(int((await snk.recv()).payload))
+    await _run((src, snk), beats + stimulus.elementwise_beats(rng, Op.GELU, 20, width))

@@ -3,6 +3,8 @@
 Each lane runs one fixed chain of pipelined FP32 steps (`lane_chain`) whose operands the op selects, so every
 op has the same latency; a reduction tree over the lanes and an accumulator across beats follow.
 """
+import math
+
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -16,8 +18,8 @@ from .approx import ONE, add, fmax, mul, neg, order_key, parallel
 from .params import VectorParams
 from .ports import RESULTS, Op, Reduce, input_layout, output_layout
 
-GELU_G1 = approx.fp32(-2 * (2 / 3.141592653589793) ** 0.5)
-GELU_G2 = approx.fp32(-2 * (2 / 3.141592653589793) ** 0.5 * 0.044715)
+GELU_G1 = approx.fp32(-2 * math.sqrt(2 / math.pi))
+GELU_G2 = approx.fp32(-2 * math.sqrt(2 / math.pi) * 0.044715)
 NEG_INF = FP32.infinity | approx.NEG_ZERO
 CHAIN_STAGES = 123  # lane_chain's depth, checked at elaboration
 TREE_LEVEL_STAGES = 3  # one fp32_add

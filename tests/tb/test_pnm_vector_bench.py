@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Build the vector unit under Verilator and run its cocotb bench; a planted rounding error in the exp
 polynomial must make the bit-exact test fail."""
 import pytest

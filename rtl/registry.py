@@ -14,6 +14,8 @@ from .params import NoParams, Params
 from .pnm.array import PNMArray
 from .pnm.lane import PNMLane
 from .pnm.params import ArrayParams, LaneParams
+from .pnm_vector.params import VectorParams
+from .pnm_vector.vector import PNMVector
 
 
 @dataclass(frozen=True)
@@ -36,5 +38,7 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("mmu", MMUParams, MMU, "DuoPD MMU: GPU/PNM queues, protected PNM LSU, arbiter, pending tables"),
     Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes"),
     Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand"),
+    Block("pnm_vector", VectorParams, PNMVector,
+          "DuoPD PNM vector unit: FP32 element-wise ops, exp/recip/rsqrt/SiLU/GELU, reductions, online softmax"),
     Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

@@ -33,6 +33,9 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
           verify_only=({"width": 1024, "sublane_width": 128},), verify_only_minutes=13),
     Bench("pnm_array", "tb.pnm.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},),
           verify_only=({"width": 16, "sublane_width": 4, "lanes": 16},)),
+    # Two FP32 lanes in pytest and `basedie verify` (a 35-minute build on the loaded 2-core machine); wider sets by
+    # name (`--param width=4`).
+    Bench("pnm_vector", "tb.pnm_vector.bench", ({"width": 2},)),
     # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the
     # full Table 5 configuration (512-bit interface, 32 lanes: a 7-minute build) is proved by `basedie verify`.
     Bench("dqb", "tb.dqb.bench",

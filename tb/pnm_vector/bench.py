@@ -1,0 +1,180 @@
+"""cocotb bench of the PNM vector unit: per-op latency, II and elements per cycle; every op and both reductions
+bit-exact against `tb.models.pnm_vector`, at full rate and under random back-pressure; reset mid-stream.
+
+A scoreboard compares each output beat with the next expected one as it arrives, so the first failure names
+its beat, op and operands.
+"""
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from rtl.pnm_vector.ports import Op, Reduce
+from rtl.registry import BLOCKS
+
+from .. import bench
+from ..models import fp
+from ..models import pnm_vector as model
+from . import stimulus
+
+STREAM_BEATS = 48  # beats of an uninterrupted stream per op when measuring the II
+CHECK_BEATS = 400  # beats per op of the bit-exact test
+REDUCTIONS = ((Op.ADD, Reduce.SUM), (Op.EXP, Reduce.SUM), (Op.MAX, Reduce.MAX), (Op.SOFTMAX, Reduce.MAX))
+
+
+def _width() -> int:
+    return bench.config()["params"]["width"]
+
+
+def _unit():
+    cfg = bench.config()
+    block = BLOCKS[cfg["block"]]
+    return block.component(block.params(**cfg["params"]))
+
+
+class Scoreboard:
+    """Expected output beats in order, with the input beats that produced each (for the failure message)."""
+
+    def __init__(self, beats: list[model.Beat]) -> None:
+        self.expected, self.sources, self.checked = [], [], 0
+        pending = []
+        for beat in beats:
+            pending.append(beat)
+            if beat.reduce == Reduce.NONE.value or beat.last:
+                self.sources.append(pending)
+                pending = []
+        self.expected = model.run(beats)
+
+    def check(self, bits: int) -> None:
+        k = self.checked
+        assert k < len(self.expected), f"output beat {k} beyond the {len(self.expected)} expected"
+        got = stimulus.unpack(bits, _width())
+        bad = fp.mismatches(got.ravel(), self.expected[k].ravel(), "fp32")
+        if len(bad):
+            source = self.sources[k][-1]
+            raise AssertionError(
+                f"output beat {k} ({Op(source.op).name}, reduce {Reduce(source.reduce).name}, "
+                f"{len(self.sources[k])} input beats; last operands a,b,c,d per lane "
+                f"{[[hex(v) for v in lane] for lane in source.operands.T]}): got "
+                f"{[[hex(v) for v in lane] for lane in got.T]}, expected "
+                f"{[[hex(v) for v in lane] for lane in self.expected[k].T]}")
+        self.checked += 1
+
+
+def _ends(dut, rng: random.Random | None = None, source_pause: float = 0.0, sink_pause: float = 0.0):
+    """The bench's one source and one sink of a test (two drivers of one bus would fight), with random pauses."""
+    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
+    if rng is not None:
+        src.set_pause_generator(bench.random_pauses(rng, source_pause))
+        snk.set_pause_generator(bench.random_pauses(rng, sink_pause))
+    return src, snk
+
+
+async def _run(ends, beats: list[model.Beat]) -> Scoreboard:
+    """Send the beats and check every output beat as it arrives."""
+    src, snk = ends
+    scoreboard = Scoreboard(beats)
+    width = _width()
+    cocotb.start_soon(bench.send_all(src, [stimulus.pack(b, width) for b in beats]))
+    for _ in range(len(scoreboard.expected)):
+        scoreboard.check(int((await snk.recv()).payload))
+    return scoreboard
+
+
+@cocotb.test()
+async def latency_and_throughput_per_op(dut):
+    """For every op: one beat through the idle unit gives the latency, an uninterrupted stream the II and
+    the elements per cycle; for each reduction, the latency from a vector's last beat to its result."""
+    unit = _unit()
+    width = _width()
+    await bench.start(dut)
+    rng = np.random.default_rng(1)
+    ends = _ends(dut)
+    accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
+    figures = {}
+    for op in Op:
+        for beats in (stimulus.elementwise_beats(rng, op, 1, width),
+                      stimulus.elementwise_beats(rng, op, STREAM_BEATS, width)):
+            first_in, first_out = len(accepted.cycles), len(delivered.cycles)
+            await _run(ends, beats)
+            inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
+            if len(beats) == 1:
+                latency = outputs[0] - inputs[0]
+                continue
+            interval = int(np.diff(inputs).max())
+            rate = width * (len(outputs) - 1) / (outputs[-1] - outputs[0])
+        assert latency == unit.latency, f"{op.name}: measured latency {latency}, stated {unit.latency}"
+        assert interval == unit.initiation_interval, f"{op.name}: measured II {interval}, stated 1"
+        figures[f"latency_cycles_{op.name.lower()}"] = latency
+        figures[f"elements_per_cycle_{op.name.lower()}"] = round(rate, 4)
+    for op, reduce in REDUCTIONS:
+        length = 8
+        first_in, first_out = len(accepted.cycles), len(delivered.cycles)
+        await _run(ends, stimulus.reduction_beats(rng, op, reduce, [length] * 4, width))
+        inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
+        assert len(outputs) == 4
+        latency = outputs[0] - inputs[length - 1]
+        assert latency == unit.latency, f"{reduce.name} of {op.name}: latency {latency}, stated {unit.latency}"
+        rate = width * len(inputs) / (inputs[-1] - inputs[0] + 1)
+        figures[f"elements_per_cycle_reduce_{reduce.name.lower()}_{op.name.lower()}"] = round(rate, 4)
+    await RisingEdge(dut.clk)
+    accepted.stop()
+    delivered.stop()
+    bench.record(latency_cycles=unit.latency, initiation_interval=unit.initiation_interval, width=width,
+                 **figures)
+
+
+@cocotb.test()
+async def bit_exact(dut):
+    """Every op on its working range, special values and arbitrary bit patterns, then reductions over vectors
+    of 1 to 9 beats, at full rate."""
+    width = _width()
+    await bench.start(dut)
+    rng = np.random.default_rng(2)
+    beats = [b for op in Op for b in stimulus.elementwise_beats(rng, op, CHECK_BEATS, width)]
+    for op, reduce in REDUCTIONS:
+        beats += stimulus.reduction_beats(rng, op, reduce, list(rng.integers(1, 10, 12)), width)
+    scoreboard = await _run(_ends(dut), beats)
+    bench.record(beats_checked=len(beats), output_beats_checked=scoreboard.checked)
+
+
+@cocotb.test()
+async def random_back_pressure(dut):
+    """Ops and reductions interleaved, random gaps on the input and random stalls on the output: nothing lost,
+    duplicated, reordered or folded twice."""
+    width = _width()
+    await bench.start(dut)
+    rng = np.random.default_rng(3)
+    beats = []
+    for _ in range(40):
+        op = Op(int(rng.integers(0, len(Op))))
+        if rng.random() < 0.3:
+            reduce = Reduce.SUM if rng.random() < 0.5 else Reduce.MAX
+            beats += stimulus.reduction_beats(rng, op, reduce, [int(rng.integers(1, 6))], width)
+        else:
+            beats += stimulus.elementwise_beats(rng, op, int(rng.integers(1, 12)), width)
+    scoreboard = await _run(_ends(dut, random.Random(3), 0.3, 0.5), beats)
+    await ClockCycles(dut.clk, 20)
+    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
+    bench.record(back_pressure_beats=len(beats), back_pressure_outputs=scoreboard.checked)
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset while beats (and a half-folded reduction) are in flight empties the unit; what follows is exact."""
+    width = _width()
+    await bench.start(dut)
+    rng = np.random.default_rng(4)
+    src, snk = _ends(dut)
+    snk.pause = True
+    first = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [6], width)[:4]  # no `last`: left half-folded
+    await bench.send_all(src, [stimulus.pack(b, width) for b in first])
+    await ClockCycles(dut.clk, 8)
+    src.clear()
+    await bench.reset(dut)
+    assert dut.o__valid.value == 0, "output valid right after reset"
+    snk.clear()
+    snk.pause = False
+    beats = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [3, 2], width)
+    await _run((src, snk), beats + stimulus.elementwise_beats(rng, Op.GELU, 20, width))

@@ -21,7 +21,7 @@ else
 fi
 for module in "${modules[@]}"; do
     folder=$("$PYTHON" "$REPORT" --prepare "$module")
-    read -ra names <<< "$("$PYTHON" "$REPORT" --names "$module")"
+    read -ra names <<< "$("$PYTHON" "$REPORT" --names "$module")"   # none: the whole file
     echo "$module: mutmut run ${names[*]} (log: $folder/mutmut.log)"
     # Wall, user and system seconds of the run, for the report.
     (cd "$folder" && /usr/bin/time -f '%e %U %S' -o time.txt \

@@ -27,6 +27,12 @@ def names(module: str) -> list[str]:
     return spec.get("names", [spec["file"].removesuffix(".py").replace("/", ".") + ".*"])
 
 
+def run_names(module: str) -> list[str]:
+    """The names to give `mutmut run`: none for a whole file, so a rerun tests only the mutants without a result
+    (new, or of a function that changed); mutmut reruns every mutant it is given by name."""
+    return MODULES[module].get("names", [])
+
+
 def prepare(module: str) -> Path:
     """The module's folder: links to the repository's top-level folders and a pyproject.toml for mutmut."""
     spec = MODULES[module]
@@ -92,13 +98,13 @@ def report(modules: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prepare", metavar="MODULE", choices=MODULES)
-    parser.add_argument("--names", metavar="MODULE", choices=MODULES, help="print the module's mutant globs")
+    parser.add_argument("--names", metavar="MODULE", choices=MODULES, help="print the names for `mutmut run`")
     parser.add_argument("modules", nargs="*", help=f"default: all ({', '.join(MODULES)})")
     args = parser.parse_args()
     if args.prepare:
         print(prepare(args.prepare))
     elif args.names:
-        print(" ".join(names(args.names)))
+        print(" ".join(run_names(args.names)))
     else:
         unknown = [m for m in args.modules if m not in MODULES]
         if unknown:

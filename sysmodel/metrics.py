@@ -86,7 +86,7 @@ def qps_at_ttft_multiple(qps: Sequence[float], ttft: Sequence[float], factor: fl
     """The QPS at which TTFT first reaches `factor` × its value at the lowest QPS (paper §6.3), linearly
     interpolated between measured points; inf if it never does within the sweep."""
     order = np.argsort(qps)
-    qps, ttft = np.asarray(qps, float)[order], np.asarray(ttft, float)[order]
+    qps, ttft = np.asarray(qps)[order], np.asarray(ttft)[order]
     limit = factor * ttft[0]
     for i in range(1, len(qps)):
         if ttft[i] >= limit:

@@ -8,6 +8,7 @@ import pytest
 from basedie import cli
 from basedie.cli import UsageError
 from sysmodel.arrivals import GammaArrivals, Lengths
+from sysmodel.errors import ConfigError
 from sysmodel.hbf.service import HBFOptions
 from sysmodel.quantized import Quantization
 from sysmodel.traces import Trace
@@ -99,11 +100,17 @@ def test_poisson_arrivals_default_to_1000_requests_cv_0_1_and_take_the_seed() ->
 
 def test_hardware_overrides_are_stripped_and_applied() -> None:
     assert config("--hw", " gpus = 4 ").hardware.gpus == 4
+    # FIELD=VALUE splits at the first "=": the field is gpus, its value "4=5" (not a field "gpus=4").
+    with pytest.raises(ConfigError, match="hardware field 'gpus' needs a int, got '4=5'"):
+        config("--hw", "gpus=4=5")
     assert config("--hw", "gpus=4", "--hw", "link.bandwidth=1e12").hardware.link.bandwidth == 1e12
 
 
 def test_system_defaults_and_the_pd_and_colocated_names() -> None:
     default = config()
+    assert default.model.name == "LLaMA2-70B"
+    assert config(base=["--system", "duopd", "--model", "gpt3-175b"]).model.name == "GPT3-175B"
+    assert config("--chunk-tokens", "512", base=["--system", "chunked", "--model", "LLaMA2-70B"]).chunk_tokens == 512
     assert (default.mmu_policy, default.chunk_tokens, default.memory, default.perf_model) == \
         ("prefill-first", None, "hbm", "roofline")
     assert config("--mmu-policy", "mixed").mmu_policy == "mixed"

@@ -25,7 +25,7 @@ def request_row(request: Request) -> dict[str, float]:
 
 
 def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
-    values = np.asarray(values, dtype=float)
+    values = np.asarray(values)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return {"mean": math.nan, "p50": math.nan, "p99": math.nan}

@@ -19,12 +19,23 @@ if [ $# -eq 0 ]; then
 else
     modules=("$@")
 fi
+run() {   # one mutmut run in the module's folder; its wall, user and system seconds appended to time.txt
+    (cd "$folder" && /usr/bin/time -a -f '%e %U %S' -o time.txt \
+        nice -n 10 "$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "$@" >> mutmut.log 2>&1) || true
+}
 for module in "${modules[@]}"; do
     folder=$("$PYTHON" "$REPORT" --prepare "$module")
     read -ra names <<< "$("$PYTHON" "$REPORT" --names "$module")"   # none: the whole file
+    rm -f "$folder/time.txt" "$folder/mutmut.log"
     echo "$module: mutmut run ${names[*]} (log: $folder/mutmut.log)"
-    # Wall, user and system seconds of the run, for the report.
-    (cd "$folder" && /usr/bin/time -f '%e %U %S' -o time.txt \
-        nice -n 10 "$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "${names[@]}" > mutmut.log 2>&1) || true
+    if [ ${#names[@]} -gt 0 ]; then
+        run "${names[@]}"      # mutmut retests every mutant it is given by name
+    else
+        # A whole-file run tests only mutants without a result (new, or of a changed function): the survivors
+        # of earlier runs are retested first, by name (a test added since may kill them).
+        read -ra survivors <<< "$("$PYTHON" "$REPORT" --survivors "$module")"
+        [ ${#survivors[@]} -eq 0 ] || run "${survivors[@]}"
+        run
+    fi
 done
 "$PYTHON" "$REPORT" "${modules[@]}"

@@ -83,9 +83,10 @@ def report(modules: list[str]) -> None:
         survived = status["survived"] + status["no tests"]
         rate = f"{100 * killed / checked:.1f} %" if checked else "-"
         timing = WORK / module / "time.txt"
-        # /usr/bin/time's last line (a first line says when mutmut exited non-zero).
-        wall, user, system = timing.read_text().splitlines()[-1].split() if timing.exists() else ("-", "0", "0")
-        cpu = f"{float(user) + float(system):.0f}" if timing.exists() else "-"
+        # /usr/bin/time's lines of the last `mutation.sh` run of the module (skipping its "exited non-zero" notes).
+        runs = [[float(x) for x in line.split()] for line in (timing.read_text().splitlines() if timing.exists()
+                                                             else []) if re.fullmatch(r"[\d. ]+", line)]
+        wall, cpu = (f"{sum(r[0] for r in runs):.0f}", f"{sum(r[1] + r[2] for r in runs):.0f}") if runs else "--"
         other = ", ".join(f"{v} {k}" for k, v in status.items()
                           if k not in (*KILLED, "survived", "no tests", "not checked") or k == "timeout")
         print(f"{module:<20} {total:>7} {checked:>7} {killed:>6} {survived:>8} {rate:>9} {wall:>7} {cpu:>7}  {other}")
@@ -99,10 +100,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prepare", metavar="MODULE", choices=MODULES)
     parser.add_argument("--names", metavar="MODULE", choices=MODULES, help="print the names for `mutmut run`")
+    parser.add_argument("--survivors", metavar="MODULE", choices=MODULES,
+                        help="print the module's surviving mutants so far (a rerun retests them by name)")
     parser.add_argument("modules", nargs="*", help=f"default: all ({', '.join(MODULES)})")
     args = parser.parse_args()
     if args.prepare:
         print(prepare(args.prepare))
+    elif args.survivors:
+        print(" ".join(name.split()[0] for name in counts(args.survivors)[1]))
     elif args.names:
         print(" ".join(run_names(args.names)))
     else:

@@ -42,14 +42,15 @@ def prepare(module: str) -> Path:
         link = folder / name
         if not link.is_symlink():
             link.symlink_to(ROOT / name)
+    deselect = [arg for test in spec.get("deselect", []) for arg in ("--deselect", test)]
     quoted = lambda items: "[" + ", ".join(f'"{item}"' for item in items) + "]"  # noqa: E731
     (folder / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["sysmodel/", "basedie/"]\n'
         f"only_mutate = {quoted([spec['file']])}\n"
         f"also_copy = {quoted(name + '/' for name in ALSO_COPY)}\n"
-        'pytest_add_cli_args = ["-o", "addopts=", "-p", "no:cacheprovider"]\n'
-        f"pytest_add_cli_args_test_selection = {quoted(spec['tests'])}\n")
+        f"pytest_add_cli_args_test_selection = {quoted(spec['tests'])}\n"
+        f"pytest_add_cli_args = {quoted(['-o', 'addopts=', '-p', 'no:cacheprovider', *deselect])}\n")
     return folder
 
 

@@ -35,7 +35,7 @@ def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
 
 def time_between_tokens(requests: Sequence[Request]) -> np.ndarray:
     """Every gap between consecutive tokens of the same request."""
-    gaps = [np.diff(r.token_times) for r in requests if len(r.token_times) > 1]
+    gaps = [np.diff(r.token_times) for r in requests]
     return np.concatenate(gaps) if gaps else np.array([])
 
 

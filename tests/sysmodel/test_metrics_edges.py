@@ -5,7 +5,7 @@ import math
 import pytest
 
 from sysmodel.engine import Request
-from sysmodel.metrics import qps_at_ttft_multiple, summarize
+from sysmodel.metrics import qps_at_ttft_multiple, summarize, time_between_tokens
 from sysmodel.servers import Accounting
 
 
@@ -21,6 +21,7 @@ def test_a_metric_with_no_values_reports_every_statistic_as_nan() -> None:
         assert list(summary[metric]) == ["mean", "p50", "p99"]
         assert all(math.isnan(value) for value in summary[metric].values())
     assert summary["ttft_s"] == {"mean": 0.5, "p50": 0.5, "p99": 0.5}
+    assert time_between_tokens([request]).size == 0 and time_between_tokens([]).size == 0
 
 
 def test_a_run_starting_late_is_measured_from_its_first_arrival_and_two_tokens_have_one_gap() -> None:

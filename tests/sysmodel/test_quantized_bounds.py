@@ -1,10 +1,13 @@
-"""The DQB path's bounds grow with the GEMM's rows by the activations alone: each extra row of M reads K + N
-16-bit values from DRAM and over the link, and passes its K activations through the DQBs at the bypass rate."""
+"""Quantized GEMMs by their structure: the DQB path's bounds grow with the GEMM's rows by the activations alone
+(each extra row of M reads K + N 16-bit values from DRAM and over the link, and passes its K activations through
+the DQBs at the bypass rate); the split kernel is a dequantization kernel followed by the FP16 GEMM; the fused
+kernel re-dequantizes per tile of rows."""
+import numpy as np
 import pytest
 
 from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.quantized import GemmModel, Quantization
+from sysmodel.quantized import KERNELS, GemmModel, Quantization
 
 K, N = 4096, 1024
 
@@ -22,3 +25,40 @@ def test_each_extra_row_costs_its_activations_in_dram_the_dqbs_and_the_link(link
                                                       rel=1e-9)
     if link_expanded:
         assert three["link"] - one["link"] == pytest.approx(2 * 2 * (K + N) / bandwidth, rel=1e-9)
+
+
+def gpu_model(dequant: str, kernel: str = "awq-v1", weights: str = "w4a16") -> GemmModel:
+    return GemmModel.build(A100_PCIE_40GB, Quantization(weights, 128, dequant, kernel), verified.load())
+
+
+@pytest.mark.parametrize("bandwidth", [None, 0.5e12])
+def test_the_split_kernel_is_a_dequantization_kernel_then_the_fp16_gemm(bandwidth) -> None:
+    split, fp16 = gpu_model("gpu-split"), GemmModel(A100_PCIE_40GB, Quantization())
+    m, used = 5, bandwidth or A100_PCIE_40GB.memory.bandwidth
+    cost, gemm = split.cost(m, K, N, bandwidth), fp16.cost(m, K, N, bandwidth)
+    # Reads the packed weights and S/Z, writes the 16-bit copy (2 bytes per weight), then the FP16 GEMM's bytes.
+    dequant_bytes = split.weight_bytes(K, N) + 2 * K * N
+    assert cost.hbm_bytes == pytest.approx(dequant_bytes + gemm.hbm_bytes)
+    assert cost.memory_s == pytest.approx(cost.hbm_bytes / used)
+    assert cost.tensor_s == pytest.approx(gemm.tensor_s)
+    # The dequantization kernel takes the longer of its bytes and its CUDA-core work (every weight once).
+    mix = KERNELS["awq-v1"].mixes[4]
+    assert cost.cuda_s == pytest.approx(max(dequant_bytes / used, split.cuda_s(K * N, mix)))
+    assert cost.seconds == pytest.approx(cost.cuda_s + gemm.seconds)
+    assert cost.bound == "split"
+
+
+def test_the_fused_kernel_reads_each_activation_row_once() -> None:
+    fused = gpu_model("gpu-fused")
+    assert fused.cost(3, K, N).hbm_bytes - fused.cost(1, K, N).hbm_bytes == pytest.approx(2 * 2 * (K + N))
+
+
+def test_awq_v2_dequantizes_once_per_16_32_or_64_rows_by_m_and_blocks_of_m_are_priced_alike() -> None:
+    family = KERNELS["awq-v2"]
+    # Up to and including 64 rows: 16 per dequantization; up to 128: 32; beyond: 64 (llm-awq's WARP_M).
+    assert [family.rows_per_dequant(m) for m in (1, 64, 65, 128, 129)] == [16, 16, 32, 32, 64]
+    assert list(family.rows_per_dequant(np.array([1, 64, 65, 128, 129]))) == [16, 16, 32, 32, 64]
+    fused = gpu_model("gpu-fused", "awq-v2")
+    rows = np.array([1, 65, 200])
+    block = fused.cost(rows, K, N)
+    assert block.seconds == pytest.approx([fused.cost(int(m), K, N).seconds for m in rows])

@@ -2,12 +2,14 @@
 (each extra row of M reads K + N 16-bit values from DRAM and over the link, and passes its K activations through
 the DQBs at the bypass rate); the split kernel is a dequantization kernel followed by the FP16 GEMM; the fused
 kernel re-dequantizes per tile of rows."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.quantized import KERNELS, GemmModel, Quantization
+from sysmodel.quantized import DQB_POWER_W, KERNELS, GemmModel, Quantization
 
 K, N = 4096, 1024
 
@@ -62,3 +64,27 @@ def test_awq_v2_dequantizes_once_per_16_32_or_64_rows_by_m_and_blocks_of_m_are_p
     rows = np.array([1, 65, 200])
     block = fused.cost(rows, K, N)
     assert block.seconds == pytest.approx([fused.cost(int(m), K, N).seconds for m in rows])
+
+
+def test_hfma2_dot_products_go_through_the_fp16x2_pipe() -> None:
+    # A GPU whose FP16x2 pipe does half as many HFMA2s per clock as it issues: 1e9 HFMA2s (no dequantization)
+    # take 1e9 / 64 clocks per SM, over 108 SMs at 1.41 GHz.
+    slow = dataclasses.replace(A100_PCIE_40GB, cores=dataclasses.replace(A100_PCIE_40GB.cores, fp16x2_per_clock=64))
+    model = GemmModel(slow, Quantization("w4a16", 128, "gpu-fused", "gptq"))
+    assert model.cuda_s(0, KERNELS["gptq"].mixes[4], hfma2=1e9) == pytest.approx(1e9 / 64 / (108 * 1.41e9))
+
+
+def test_the_fused_kernel_names_what_bounds_it() -> None:
+    awq, gptq = gpu_model("gpu-fused"), gpu_model("gpu-fused", "gptq")
+    light = awq.cost(1, K, N)                       # one row: the weight stream
+    assert light.bound == "memory" and light.seconds == light.memory_s
+    heavy = awq.cost(256, K, N)                     # 256 rows: re-dequantization and tensor cores, one after other
+    assert heavy.bound == "tensor+cuda" and heavy.seconds == pytest.approx(heavy.tensor_s + heavy.cuda_s)
+    dots = gptq.cost(32, K, N)                      # GPTQ: dot products on CUDA cores, no tensor cores
+    assert dots.bound == "cuda" and dots.tensor_s == 0.0 and dots.seconds == pytest.approx(dots.cuda_s)
+
+
+def test_only_the_dqb_path_adds_the_dqbs_power() -> None:
+    assert gpu_model("gpu-fused").power_w() == A100_PCIE_40GB.power_w
+    dqb = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load())
+    assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * DQB_POWER_W)   # a DQB per pseudo-channel

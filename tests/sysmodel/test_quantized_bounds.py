@@ -88,3 +88,14 @@ def test_only_the_dqb_path_adds_the_dqbs_power() -> None:
     assert gpu_model("gpu-fused").power_w() == A100_PCIE_40GB.power_w
     dqb = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load())
     assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * DQB_POWER_W)   # a DQB per pseudo-channel
+
+
+def test_the_fp16_gemm_by_hand() -> None:
+    # M = 20 rows pad to 2 MMA tiles of 16 = 32 rows of tensor-core work; bytes: 16-bit weights plus the
+    # activations in and out (2 bytes each of M × (K + N)); at a given bandwidth of 1e12 bytes/s.
+    fp16 = GemmModel(A100_PCIE_40GB, Quantization())
+    nbytes = 2 * K * N + 2 * 20 * (K + N)
+    cost = fp16.cost(20, K, N, 1e12)
+    assert cost.hbm_bytes == nbytes and cost.memory_s == pytest.approx(nbytes / 1e12)
+    assert cost.tensor_s == pytest.approx(2 * 32 * K * N / A100_PCIE_40GB.flops)
+    assert fp16.fp16_gemm(20, K, N, weight_bytes=1e6)[2] == 1e6 + 2 * 20 * (K + N)   # weights of another size

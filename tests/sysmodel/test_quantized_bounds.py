@@ -33,7 +33,7 @@ def gpu_model(dequant: str, kernel: str = "awq-v1", weights: str = "w4a16") -> G
     return GemmModel.build(A100_PCIE_40GB, Quantization(weights, 128, dequant, kernel), verified.load())
 
 
-@pytest.mark.parametrize("bandwidth", [None, 0.5e12])
+@pytest.mark.parametrize("bandwidth", [None, 0.5e12, 1e15])   # 1e15: the dequantization's CUDA cores bind
 def test_the_split_kernel_is_a_dequantization_kernel_then_the_fp16_gemm(bandwidth) -> None:
     split, fp16 = gpu_model("gpu-split"), GemmModel(A100_PCIE_40GB, Quantization())
     m, used = 5, bandwidth or A100_PCIE_40GB.memory.bandwidth
@@ -99,3 +99,11 @@ def test_the_fp16_gemm_by_hand() -> None:
     assert cost.hbm_bytes == nbytes and cost.memory_s == pytest.approx(nbytes / 1e12)
     assert cost.tensor_s == pytest.approx(2 * 32 * K * N / A100_PCIE_40GB.flops)
     assert fp16.fp16_gemm(20, K, N, weight_bytes=1e6)[2] == 1e6 + 2 * 20 * (K + N)   # weights of another size
+
+
+def test_the_dqb_path_streams_at_the_bandwidth_it_is_given() -> None:
+    # At 1e9 bytes/s DRAM binds: the weights and S/Z plus one row of activations in and out.
+    gemm = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load())
+    cost = gemm.cost(1, K, N, 1e9)
+    assert cost.bound == "dram"
+    assert cost.memory_s == pytest.approx((gemm.weight_bytes(K, N) + 2 * (K + N)) / 1e9)

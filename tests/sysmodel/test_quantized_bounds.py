@@ -107,3 +107,11 @@ def test_the_dqb_path_streams_at_the_bandwidth_it_is_given() -> None:
     cost = gemm.cost(1, K, N, 1e9)
     assert cost.bound == "dram"
     assert cost.memory_s == pytest.approx((gemm.weight_bytes(K, N) + 2 * (K + N)) / 1e9)
+    # HBM bytes: the weights and S/Z once, plus 2 bytes per activation in and out per row.
+    assert gemm.cost(3, K, N).hbm_bytes == pytest.approx(gemm.weight_bytes(K, N) + 2 * 3 * (K + N))
+    # At the GPU's own bandwidth the stream is the slowest of the bounds, whichever it is.
+    for link_expanded in (True, False):
+        gemm = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb", link_expanded=link_expanded),
+                               verified.load())
+        bounds, cost = gemm.dqb_bounds(1, K, N), gemm.cost(1, K, N)
+        assert cost.memory_s == max(bounds.values()) and cost.bound == max(bounds, key=bounds.get)

@@ -1,31 +1,41 @@
 #!/usr/bin/env bash
-# Mutation testing of the system model and the CLI's simulate argument checks with mutmut (docs/mutation.md).
-# Not part of the default pytest run: mutmut copies the sources into ./mutants and runs the fast system-model
-# tests (listed under [tool.mutmut] in pyproject.toml; no Verilator, no study runs) against every mutant.
+# Mutation testing with mutmut, one module at a time (docs/mutation.md; modules and their tests:
+# scripts/mutation_modules.toml). Not part of the default pytest run.
 #
-#   scripts/mutation.sh                   # every module, then the kill rate per module
-#   scripts/mutation.sh engine            # one module (names below); run modules one at a time this way
-#   JOBS=2 scripts/mutation.sh            # mutants tested at once (default 1)
+#   scripts/mutation.sh                     # every module in turn, then the kill rate per module
+#   scripts/mutation.sh engine metrics      # these modules only
+#   JOBS=2 scripts/mutation.sh execution    # mutants tested at once (default 1)
+#   python scripts/mutation_report.py       # the table again, from the runs so far
 #
-# The modules given are mutated in one mutmut run (each run first reruns the whole test selection once).
-#
-# Needs `pip install -e '.[test,mutation]'`. Results accumulate in ./mutants (delete it to start afresh).
+# Each module runs in build/mutation/<module>/ (results accumulate there: a rerun tests only changed mutants;
+# delete the folder to start afresh). Needs `pip install -e '.[test,mutation]'`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-.venv/bin/python}
-ALL=(engine memory execution metrics arbitration cli systems servers)
-declare -A PATTERNS=(
-    [engine]="sysmodel.engine.*" [memory]="sysmodel.memory.*" [execution]="sysmodel.execution.*"
-    [metrics]="sysmodel.metrics.*" [arbitration]="sysmodel.arbitration.*" [systems]="sysmodel.systems.*"
-    [servers]="sysmodel.servers.*"
-    # The simulate subcommand's argument checks, not the rest of the CLI (help texts, bench commands).
-    [cli]="basedie.cli.x__simulat*"
-)
-modules=("${@:-${ALL[@]}}")
-patterns=()
+PYTHON=$(realpath -s "${PYTHON:-.venv/bin/python}")
+REPORT=$(realpath scripts/mutation_report.py)
+if [ $# -eq 0 ]; then
+    mapfile -t modules < <("$PYTHON" -c 'import sys, tomllib; print(*tomllib.load(open(sys.argv[1], "rb")), sep="\n")' \
+                           scripts/mutation_modules.toml)
+else
+    modules=("$@")
+fi
+run() {   # one mutmut run in the module's folder; its wall, user and system seconds appended to time.txt
+    (cd "$folder" && /usr/bin/time -a -f '%e %U %S' -o time.txt \
+        nice -n 10 "$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "$@" >> mutmut.log 2>&1) || true
+}
 for module in "${modules[@]}"; do
-    patterns+=("${PATTERNS[$module]:?unknown module $module; choose from ${ALL[*]}}")
+    folder=$("$PYTHON" "$REPORT" --prepare "$module")
+    read -ra names <<< "$("$PYTHON" "$REPORT" --names "$module")"   # none: the whole file
+    rm -f "$folder/time.txt" "$folder/mutmut.log"
+    echo "$module: mutmut run ${names[*]} (log: $folder/mutmut.log)"
+    if [ ${#names[@]} -gt 0 ]; then
+        run "${names[@]}"      # mutmut retests every mutant it is given by name
+    else
+        # A whole-file run tests only mutants without a result (new, or of a changed function): the survivors
+        # of earlier runs are retested first, by name (a test added since may kill them).
+        read -ra survivors <<< "$("$PYTHON" "$REPORT" --survivors "$module")"
+        [ ${#survivors[@]} -eq 0 ] || run "${survivors[@]}"
+        run
+    fi
 done
-echo "mutmut run ${patterns[*]} (log: mutants.log)"
-"$PYTHON" -m mutmut run --max-children "${JOBS:-1}" "${patterns[@]}" > mutants.log 2>&1 || true
-"$PYTHON" -m mutmut results --all true | "$PYTHON" scripts/mutation_report.py "${modules[@]}"
+"$PYTHON" "$REPORT" "${modules[@]}"

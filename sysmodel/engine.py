@@ -1,5 +1,6 @@
 """The discrete-event engine: one heap of timed actions, and the request record every system fills in."""
 import heapq
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,11 +44,10 @@ class EventLoop:
     def __init__(self) -> None:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._count = 0
+        self._order = itertools.count()  # the tie-breaker (heapq's documented idiom)
 
     def at(self, time: float, action: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (time, self._count, action))
-        self._count += 1
+        heapq.heappush(self._heap, (time, next(self._order), action))
 
     def run(self) -> float:
         """Run to the last event; returns its time."""

@@ -31,7 +31,7 @@ class FairSharing:
 
     def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
         users = list(offered)
-        loads = np.maximum(np.broadcast_arrays(*(np.asarray(offered[u], dtype=float) for u in users)), 0.0)
+        loads = np.maximum(np.broadcast_arrays(*(np.asarray(offered[u]) for u in users)), 0.0)
         ordered = np.sort(loads, axis=0)
         below = np.cumsum(ordered, axis=0) - ordered       # offered by the users smaller than each one
         level = (1.0 - below) / (len(users) - np.arange(len(users))).reshape(-1, *[1] * (loads.ndim - 1))

@@ -25,7 +25,7 @@ def request_row(request: Request) -> dict[str, float]:
 
 
 def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
-    values = np.asarray(values, dtype=float)
+    values = np.asarray(values)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return {"mean": math.nan, "p50": math.nan, "p99": math.nan}
@@ -35,7 +35,7 @@ def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
 
 def time_between_tokens(requests: Sequence[Request]) -> np.ndarray:
     """Every gap between consecutive tokens of the same request."""
-    gaps = [np.diff(r.token_times) for r in requests if len(r.token_times) > 1]
+    gaps = [np.diff(r.token_times) for r in requests]
     return np.concatenate(gaps) if gaps else np.array([])
 
 
@@ -86,7 +86,7 @@ def qps_at_ttft_multiple(qps: Sequence[float], ttft: Sequence[float], factor: fl
     """The QPS at which TTFT first reaches `factor` × its value at the lowest QPS (paper §6.3), linearly
     interpolated between measured points; inf if it never does within the sweep."""
     order = np.argsort(qps)
-    qps, ttft = np.asarray(qps, float)[order], np.asarray(ttft, float)[order]
+    qps, ttft = np.asarray(qps)[order], np.asarray(ttft)[order]
     limit = factor * ttft[0]
     for i in range(1, len(qps)):
         if ttft[i] >= limit:

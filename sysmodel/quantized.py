@@ -75,8 +75,8 @@ class KernelFamily:
     tensor_cores: bool = True
 
     def rows_per_dequant(self, m):
-        tiles = np.asarray([t for _, t in self.m_tiles], dtype=float)
-        index = np.searchsorted(np.asarray([b for b, _ in self.m_tiles], dtype=float), m, side="left")
+        tiles = np.asarray([t for _, t in self.m_tiles])
+        index = np.searchsorted(np.asarray([b for b, _ in self.m_tiles]), m, side="left")
         return tiles[index] if isinstance(m, np.ndarray) else float(tiles[int(index)])
 
 

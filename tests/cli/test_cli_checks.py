@@ -38,9 +38,9 @@ def refused(*extra: str, base=BASE) -> str:
     (["--hw", "=4"], "--hw takes FIELD=VALUE, got '=4'"),
     (["--hw", "gpus="], "--hw takes FIELD=VALUE, got 'gpus='"),
     (["--dqb-link", "unbounded"], "--dqb-link applies to --dequant dqb only"),
-    (["--hbf-grade", "2"], "--hbf-grade needs a --memory layout with weights in HBF (B, C or a file)"),
+    (["--hbf-grade", "2"], "--hbf-grade needs a --memory layout that puts something in HBF (B, C or a file)"),
     (["--memory", "A", "--prefetch", "next-layer"],
-     "--prefetch needs a --memory layout with weights in HBF (B, C or a file)"),
+     "--prefetch needs a --memory layout that puts something in HBF (B, C or a file)"),
     (["--memory", "B", "--hbf-read-us", "nan"], "--hbf-read-us must be a finite number, got nan"),
     (["--memory", "B", "--frame-cache-gb", "inf"], "--frame-cache-gb must be a finite number, got inf"),
     (["--memory", "B", "--ambient-c", "nan"], "--ambient-c must be a finite number, got nan"),
@@ -147,7 +147,7 @@ def test_quantization_defaults_group_128_for_quantized_weights_and_0_for_fp16() 
 
 
 def test_hbf_options_defaults_and_units() -> None:
-    assert config().hbf == HBFOptions(1, None, None, "none", 45.0, 0.0, 0)
+    assert config().hbf == HBFOptions(1, None, None, "none", 45.0, 0.0, None, 0)
     hbf = config("--memory", "B", "--hbf-grade", "2", "--hbf-read-us", "30", "--frame-cache-gb", "4",
                  "--prefetch", "next-layer", "--ambient-c", "30", "--routing-skew", "0", "--seed", "3").hbf
     assert (hbf.grade, hbf.frame_cache_gib, hbf.prefetch, hbf.ambient_c, hbf.routing_skew, hbf.seed) == \

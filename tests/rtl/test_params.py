@@ -31,7 +31,7 @@ def test_bad_dqb_parameters_name_the_field(field: str, value) -> None:
 
 def test_bad_mmu_parameters_name_the_field() -> None:
     for field, value in (("policy", "fair"), ("data_bits", 48), ("pending_entries", 0),
-                         ("wrr_weight_gpu", 0), ("addr_width", 8), ("protected_regions", -1),
+                         ("wrr_weight_gpu", 0), ("address_bits", 8), ("protected_regions", -1),
                          ("design_clock_hz", 0), ("data_bits", 65536)):
         with pytest.raises(ValueError, match=field):
             MMUParams(**{field: value})

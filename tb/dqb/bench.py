@@ -153,7 +153,7 @@ async def checkpoints_end_to_end(dut):
 async def _isolated_read(h: Harness, scenario: Scenario, op: Operation, accepted, data_in,
                          delivered) -> tuple[int, int]:
     """(memory data in → first beat out, GPU request accepted → first beat out) of one read on an idle DQB."""
-    expected, _ = expected_responses(scenario, [op], h.p.rounding, h.p.interface_bits)
+    expected, _ = expected_responses(scenario, [op], h.params.rounding, h.params.interface_bits)
     await h.run([op], expected)  # checked, not counted: vectors_checked counts the timed streams
     await ClockCycles(h.dut.clk, 4)
     first_out = delivered.cycles[-len(expected[0].beats)]

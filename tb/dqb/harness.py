@@ -47,10 +47,10 @@ class Harness:
 
     def __init__(self, dut, image: np.ndarray, rng: random.Random, latency=(8, 8), memory_stalls=0.0,
                  request_gaps=0.0, response_stalls=0.0) -> None:
-        self.dut, self.p = dut, params()
-        component = BLOCKS["dqb"].build(self.p)
+        self.dut, self.params = dut, params()
+        component = BLOCKS["dqb"].build(self.params)
         self.clock = bench.CycleCounter(dut.clk)
-        self.memory = MemoryController(dut, component, self.clock, image_contents(image, self.p.beat_bytes), rng,
+        self.memory = MemoryController(dut, component, self.clock, image_contents(image, self.params.beat_bytes), rng,
                                        latency=latency)
         self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
         self.config = bench.source(dut, "config")
@@ -98,7 +98,7 @@ class Harness:
     async def checked(self, ops: list[Operation], expected: list[Response]) -> int:
         """`run`, counting the elements compared."""
         await self.run(ops, expected)
-        return count_checked(sum(len(r.beats) for r in expected) * self.p.lanes)
+        return count_checked(sum(len(r.beats) for r in expected) * self.params.lanes)
 
     async def idle(self, cycles: int = 30) -> None:
         """Nothing more comes out: no duplicated or invented beats."""
@@ -110,7 +110,7 @@ class Harness:
         self.requests.clear()
         await bench.reset(self.dut)
         self.memory.clear()
-        self.memory.contents = image_contents(image, self.p.beat_bytes)
+        self.memory.contents = image_contents(image, self.params.beat_bytes)
         self.responses.clear()
         self.board.clear()
 

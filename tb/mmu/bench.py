@@ -32,7 +32,7 @@ async def started(dut, **harness_options) -> Harness:
 def reordering(h: Harness) -> int:
     """How far the memory-controller model spreads its latencies: responses overtake each other only
     when the MMU is built to take them out of order."""
-    return 12 if h.p.out_of_order else 0
+    return 12 if h.params.out_of_order else 0
 
 
 @cocotb.test()
@@ -42,7 +42,7 @@ async def idle_latency(dut):
     h.offer_gpu(h.gpu_request(write=False))
     await h.drain()
     gpu = h.probes["mc_req"].cycles[0] - h.probes["gpu_req"].cycles[0]
-    h.offer_pnm(h.tensor(store=False, size=h.p.request_bytes))
+    h.offer_pnm(h.tensor(store=False, size=h.params.request_bytes))
     await h.drain()
     pnm = h.probes["mc_req"].cycles[1] - h.probes["pnm_instr"].cycles[0]
     h.check()
@@ -58,7 +58,7 @@ async def saturated_throughput(dut):
     for _ in range(400):
         h.offer_gpu(h.gpu_request())
     for _ in range(50):
-        h.offer_pnm(h.tensor(store=h.rng.random() < 0.5, size=GRID_TENSOR_REQUESTS * h.p.request_bytes))
+        h.offer_pnm(h.tensor(store=h.rng.random() < 0.5, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
     await h.drain()
     h.check()
     issued = h.probes["mc_req"].cycles
@@ -85,7 +85,7 @@ async def weighted_round_robin_order(dut):
         for _ in range(120):
             h.offer_gpu(h.gpu_request(write=False))
         for _ in range(12):
-            h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.p.request_bytes))
+            h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
         await h.drain()
         sources = ["gpu" if h.is_gpu(r) else "pnm" for r in h.memory.requests[first:]]
         start = sources.index("pnm")
@@ -105,7 +105,7 @@ async def _offer_load(h: Harness, gpu_load: float, pnm_load: float, cycles: int)
         if h.rng.random() < gpu_load:
             h.offer_gpu(h.gpu_request(write=False))
         if h.rng.random() < pnm_load / GRID_TENSOR_REQUESTS:
-            h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.p.request_bytes))
+            h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
 
 
 def _issue_cycles(h: Harness) -> tuple[list[int], list[int]]:
@@ -193,7 +193,7 @@ async def arbitration_grid(dut):
                 h.check()
                 gpu_issue, pnm_issue = _issue_cycles(h)
                 pnm_offers = _serialized([t + k for t, instr in h.offered.pnm
-                                          for k in range(-(-instr.size // h.p.request_bytes))])
+                                          for k in range(-(-instr.size // h.params.request_bytes))])
                 raw.append((policy, gpu_load, pnm_load, start, [t for t, _ in h.offered.gpu], pnm_offers,
                             gpu_issue, pnm_issue))
     base_gpu = min(min(_delays(r[4], r[6])) for r in raw)
@@ -217,7 +217,7 @@ async def protection_faults(dut):
     an error completion each, not a single memory request; loads from the region pass. Regions are
     reprogrammed at run time."""
     h = await started(dut, reorder_spread=0)
-    rb, top = h.p.request_bytes, h.memory_size
+    rb, top = h.params.request_bytes, h.memory_size
     cases = [
         h.tensor(store=True, size=64, base=PROTECTED[0]),                  # store into parameters
         h.tensor(store=True, size=3 * rb, base=PROTECTED[1] - rb),         # store overlapping its end
@@ -226,9 +226,9 @@ async def protection_faults(dut):
         h.tensor(store=False, size=2 * rb, base=top - rb),                 # runs past the memory size
         h.tensor(store=True, size=rb, base=top),                           # starts at the memory size
         h.tensor(store=False, size=0),                                     # empty
-        h.tensor(store=False, size=h.p.max_tensor_bytes + 1),              # too large for the bitmap
+        h.tensor(store=False, size=h.params.max_tensor_bytes + 1),              # too large for the bitmap
         h.tensor(store=False, size=rb, base=PNM_STORE_SPACE[0] + 1),       # unaligned base
-        h.tensor(store=True, size=h.p.max_tensor_bytes),                   # largest tensor: fine
+        h.tensor(store=True, size=h.params.max_tensor_bytes),                   # largest tensor: fine
     ]
     cases.append(model.Instruction(base=0, size=2 * rb, dest=h.buffer_rows - 1, store=False, id=99))  # rows overflow
     for instr in cases:
@@ -266,8 +266,8 @@ async def _random_traffic(h: Harness, instructions: int, gpu_requests: int, chan
             store = h.rng.random() < 0.4
             if h.rng.random() < 0.1:
                 # Into the parameters (refused if a store), or running past the end of memory (refused).
-                instr = h.tensor(store=store, size=h.rng.randint(h.p.request_bytes + 1, 200),
-                                 base=h.rng.choice([PROTECTED[0], h.memory_size - h.p.request_bytes]))
+                instr = h.tensor(store=store, size=h.rng.randint(h.params.request_bytes + 1, 200),
+                                 base=h.rng.choice([PROTECTED[0], h.memory_size - h.params.request_bytes]))
             else:
                 instr = h.tensor(store=store)
             h.offer_pnm(instr)
@@ -287,7 +287,7 @@ async def random_traffic_back_pressure(dut):
     await _random_traffic(h, instructions=150, gpu_requests=600, change_policy=True)
     await h.drain()
     counts = h.check()
-    assert (h.memory.overtaken > 0) == h.p.out_of_order, f"{h.memory.overtaken} responses overtook earlier ones"
+    assert (h.memory.overtaken > 0) == h.params.out_of_order, f"{h.memory.overtaken} responses overtook earlier ones"
     bench.record(vectors_checked=counts["gpu_requests"] + counts["pnm_requests"],
                  back_pressure_instructions=counts["pnm_instructions"], responses_reordered=h.memory.overtaken)
 

@@ -60,7 +60,7 @@ class Offered:
 class Harness:
     def __init__(self, dut, *, mc_latency: int = 6, reorder_spread: int = 0, seed: int = 0) -> None:
         self.dut = dut
-        self.p = p = MMUParams(**bench.config()["params"])
+        self.params = p = MMUParams(**bench.config()["params"])
         self.rng = random.Random(seed)
         component = BLOCKS["mmu"].build(p)
         self.fields = {name: Packer.of_port(component, name) for name in (
@@ -112,7 +112,7 @@ class Harness:
 
     def buffer_data(self, row: int) -> int:
         """What the PNM buffer holds in a row a store reads (rows and blocks get different contents)."""
-        return model.block_data(row + (1 << 40), self.p.data_bits)[0]
+        return model.block_data(row + (1 << 40), self.params.data_bits)[0]
 
     def pause_everything(self, probability: float) -> None:
         for port in (*self.sources.values(), *self.sinks.values()):
@@ -127,7 +127,7 @@ class Harness:
         await ClockCycles(self.dut.clk, 2)
         if reg == REG_MEMORY_SIZE:
             self.memory_size = value
-        elif reg >= REG_REGION_BASE and reg < REG_REGION_BASE + 2 * self.p.protected_regions:
+        elif reg >= REG_REGION_BASE and reg < REG_REGION_BASE + 2 * self.params.protected_regions:
             i = (reg - REG_REGION_BASE) // 2
             lo, hi = self.regions[i]
             self.regions[i] = (value, hi) if reg == REG_REGION_BASE + 2 * i else (lo, value)
@@ -148,35 +148,35 @@ class Harness:
     def gpu_request(self, write: bool | None = None) -> dict:
         write = self.rng.random() < 0.3 if write is None else write
         lo, hi = GPU_WRITE_SPACE if write else GPU_READ_SPACE
-        rb = self.p.request_bytes
+        rb = self.params.request_bytes
         return {"address": self.rng.randrange(lo // rb, hi // rb), "is_write": int(write),
                 "mask": self.rng.getrandbits(rb) if write else (1 << rb) - 1,
-                "data": self.rng.getrandbits(self.p.data_bits) if write else 0,
-                "id": len(self.offered.gpu) % (1 << self.p.id_bits)}
+                "data": self.rng.getrandbits(self.params.data_bits) if write else 0,
+                "id": len(self.offered.gpu) % (1 << self.params.id_bits)}
 
     def offer_gpu(self, request: dict) -> None:
         """Send a GPU request and expect its response: a read's data is the memory's initial contents."""
         self.offered.gpu.append((self.cycle.now, request))
         self.sources["gpu_req"].send_nowait(bench.StreamTransaction(payload=self.fields["gpu_req"].pack(**request)))
         fields = ("address", "is_write", "id")
-        data = 0 if request["is_write"] else model.block_data(request["address"], self.p.data_bits)[0]
+        data = 0 if request["is_write"] else model.block_data(request["address"], self.params.data_bits)[0]
         self.board.expect("gpu_resp", [{**{f: request[f] for f in fields}, "data": data}],
                           f"GPU request {len(self.offered.gpu) - 1} offered at cycle {self.cycle.now}: {request}")
 
     def tensor(self, store: bool, size: int | None = None, base: int | None = None) -> model.Instruction:
         """A well-formed tensor in the address plan (unless `base`/`size` say otherwise), with fresh rows."""
-        rb = self.p.request_bytes
-        size = self.rng.randint(1, self.p.max_tensor_bytes) if size is None else size
+        rb = self.params.request_bytes
+        size = self.rng.randint(1, self.params.max_tensor_bytes) if size is None else size
         lo, hi = PNM_STORE_SPACE if store else PNM_LOAD_SPACE
         if base is None:
-            base = self.rng.randrange(lo // rb, (hi - self.p.max_tensor_bytes) // rb) * rb
+            base = self.rng.randrange(lo // rb, (hi - self.params.max_tensor_bytes) // rb) * rb
         rows = max(1, -(-size // rb))
         if store:
             dest, self.store_row = self.store_row, self.store_row + rows
         else:
             dest, self.load_row = self.load_row, self.load_row + rows
         return model.Instruction(base=base, size=size, dest=dest, store=store,
-                                 id=len(self.offered.pnm) % (1 << self.p.id_bits))
+                                 id=len(self.offered.pnm) % (1 << self.params.id_bits))
 
     def offer_pnm(self, instr: model.Instruction) -> None:
         """Send a PNM instruction and expect, under the configuration now in force, its completion with the
@@ -190,16 +190,16 @@ class Harness:
                                           "fault": fault}], inputs)
         if fault != model.NONE:
             return
-        for sub in model.sub_requests(instr, self.p.request_bytes):
+        for sub in model.sub_requests(instr, self.params.request_bytes):
             self.expected_pnm.append((sub.block, int(instr.store), sub.mask,
                                       self.buffer_data(sub.row) if instr.store else None))
             if not instr.store:
-                self.board.expect("buf_wr", [{"row": sub.row, "data": model.block_data(sub.block, self.p.data_bits)[0],
+                self.board.expect("buf_wr", [{"row": sub.row, "data": model.block_data(sub.block, self.params.data_bits)[0],
                                               "mask": sub.mask}], inputs)
                 self.load_rows[sub.row] = instr.dest
 
     def fault(self, instr: model.Instruction) -> int:
-        return model.fault(instr, request_bytes=self.p.request_bytes, max_sub_requests=self.p.max_sub_requests,
+        return model.fault(instr, request_bytes=self.params.request_bytes, max_sub_requests=self.params.max_sub_requests,
                            buffer_rows=self.buffer_rows, memory_size=self.memory_size, regions=self.regions)
 
     # ---- completion and checking --------------------------------------------------------------------
@@ -210,13 +210,13 @@ class Harness:
         await self.board.idle(cycles=50)
 
     def is_gpu(self, mc_request: dict) -> bool:
-        return mc_request["address"] * self.p.request_bytes >= GPU_READ_SPACE[0]
+        return mc_request["address"] * self.params.request_bytes >= GPU_READ_SPACE[0]
 
     def check(self) -> dict[str, int]:
         """What only the whole run shows; call after `drain`. The memory controller saw exactly the GPU
         requests sent, in order, and exactly the accepted instructions' requests, in order; no PNM write
         reached a protected region or beyond memory; a load completed only after its data reached the buffer."""
-        rb = self.p.request_bytes
+        rb = self.params.request_bytes
         gpu_sent = [r for _, r in self.offered.gpu]
         mc = self.memory.requests
         mc_gpu = [r for r in mc if self.is_gpu(r)]

@@ -48,7 +48,7 @@ def test_only_the_memory_bound_gpu_operators_lose_bandwidth() -> None:
 def test_only_the_memory_bound_pnm_operators_lose_bandwidth() -> None:
     # Batch 8, 100 tokens of context on 4 one-MAC lanes (the mechanisms test's case): at 4 GB/s every operator
     # is compute-bound and offers 25–50 %; at 1 kB/s all 4,544 B are memory-bound and take twice as long.
-    lanes = PNMFigures(lane_width=1, lanes=4, clock_hz=1e9, latency_cycles=0, macs_per_cycle=1.0)
+    lanes = PNMFigures(lanes=4, clock_hz=1e9, latency_cycles=0, macs_per_cycle=1.0)
     zero_wait = SimpleNamespace(access_latency_s=lambda source, offered: 0.0)
 
     def seconds(bandwidth: float, share=None) -> float:

@@ -16,7 +16,6 @@ and warns when the tools that measured an entry differ from the installed ones.
 import ast
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 import platform
 import warnings
@@ -41,11 +40,9 @@ class ToolVersionWarning(UserWarning):
 
 
 def project_root() -> Path:
-    """The folder holding the `rtl` and `tb` packages (found without importing them)."""
-    spec = importlib.util.find_spec("rtl")
-    if spec is None or not spec.submodule_search_locations:
-        raise StaleTableError("the rtl package is not importable, so the table's digests cannot be checked")
-    return Path(list(spec.submodule_search_locations)[0]).parent
+    """The folder holding the `rtl` and `tb` packages: this package's parent, as installed (editable or not).
+    Never resolved through `sys.path`, where a folder such as `tests/rtl` could shadow the `rtl` package."""
+    return Path(__file__).resolve().parents[1]
 
 
 def _imported_sources(module: str, package: str, root: Path) -> dict[str, Path]:

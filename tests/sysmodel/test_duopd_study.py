@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import pinned
+from tests.sysmodel import pinned
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")

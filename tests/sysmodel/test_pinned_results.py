@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-import pinned
+from tests.sysmodel import pinned
 
 
 @pytest.mark.parametrize("path", pinned.files(), ids=lambda p: p.stem)

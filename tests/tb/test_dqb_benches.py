@@ -3,7 +3,7 @@ import pytest
 
 from tb.models.pc_layout import sz_read_fraction
 
-from bench_runs import each_run, measure
+from tests.tb.bench_runs import each_run, measure
 
 pytestmark = pytest.mark.verilator
 

@@ -5,7 +5,7 @@ from rtl.registry import BLOCKS
 from tb.fp.stimulus import RANDOM_VECTORS
 from tb.models.fp import width
 
-from bench_runs import each_run, measure
+from tests.tb.bench_runs import each_run, measure
 
 pytestmark = pytest.mark.verilator
 

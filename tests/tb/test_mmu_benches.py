@@ -12,8 +12,8 @@ from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
-from bench_runs import each_run, measure
-from planted import throttled
+from tests.tb.bench_runs import each_run, measure
+from tests.tb.planted import throttled
 
 pytestmark = pytest.mark.verilator
 

@@ -8,8 +8,8 @@ from rtl.pnm.simd import latency_of
 from rtl.registry import BLOCKS
 from tb.runner import BenchFailed, run_bench
 
-from bench_runs import each_run, measure
-from planted import throttled
+from tests.tb.bench_runs import each_run, measure
+from tests.tb.planted import throttled
 
 pytestmark = pytest.mark.verilator
 

@@ -2,6 +2,7 @@
 edited by hand."""
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,14 @@ def test_store_seals_and_replaces_only_matching_entries(tmp_path) -> None:
     verified.store([changed], path, remeasured=[first.block])  # its bench proves only this set now
     assert [e["figures"] for e in json.loads(path.read_text())["entries"] if e["block"] == first.block] == [
         changed.figures]
+
+
+def test_the_sources_are_found_beside_the_installed_packages_whatever_sys_path_holds(tmp_path, monkeypatch) -> None:
+    # An importable folder named `rtl` earlier on sys.path (pytest once put `tests/`, holding `tests/rtl`, there)
+    # must not become the tree the digests are computed over.
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "rtl", raising=False)
+    assert (verified.project_root() / "rtl" / "fp").is_dir()
+    verified.load()

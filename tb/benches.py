@@ -16,6 +16,9 @@ class Bench:
     verify_only_minutes: float | None = None
     """Stated wall time of one `verify_only` set's first build and bench run on 2 cores: the progress estimate
     until a time has been recorded on this machine."""
+    synthesis_budget_s: float | None = None
+    """Seconds of Yosys after which a `configs` set may stand in the synthesis table as attempted (no figures);
+    None: its figures are required. The table test checks that an attempt was given at least this budget."""
 
 
 BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
@@ -35,7 +38,8 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
           verify_only=({"width": 16, "sublane_width": 4, "lanes": 16},)),
     # Two FP32 lanes in pytest and `basedie verify` (a 35-minute build on the loaded 2-core machine); wider sets by
     # name (`--param width=4`).
-    Bench("pnm_vector", "tb.pnm_vector.bench", ({"width": 2},)),
+    # Yosys ran the 2-wide vector unit (a 123-stage FP32 chain per lane) for over 40 minutes without finishing.
+    Bench("pnm_vector", "tb.pnm_vector.bench", ({"width": 2},), synthesis_budget_s=300),
     # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the
     # full Table 5 configuration (512-bit interface, 32 lanes: a 7-minute build) is proved by `basedie verify`.
     Bench("dqb", "tb.dqb.bench",

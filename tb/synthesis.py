@@ -229,12 +229,6 @@ def bench_configurations(block_name: str) -> list[Params]:
     return [BLOCKS[block_name].params(**config) for config in bench.configs + bench.verify_only]
 
 
-# Blocks whose pytest-size configuration outlasts every timeout we can afford: Yosys ran `pnm_vector` at width 2
-# (a 123-stage FP32 chain per lane) for over 40 minutes without finishing. Their attempts are recorded like those
-# of the full-size sets; the table test accepts an attempt for them instead of figures.
-SLOW_TO_SYNTHESIZE = frozenset({"pnm_vector"})
-
-
 def full_size(block_name: str, params: Params) -> bool:
     """Whether these are parameters the bench proves only under `basedie verify` (minutes to elaborate)."""
     return any(params == BLOCKS[block_name].params(**config) for config in BENCHES[block_name].verify_only)

@@ -205,22 +205,33 @@ def assemble(text: str) -> list[int]:
             continue
         mnemonic, _, rest = line.partition(" ")
         try:
-            opcode = Opcode[mnemonic.upper()]
             args = dict(_TOKEN.findall(rest))
             if len(args) != len(rest.split()):
                 raise ValueError(f"cannot read {rest!r}: write field=value pairs")
-            words.append(_instruction(opcode, args).encode())
-        except (KeyError, ValueError) as error:
+            words.append(_instruction(_name(Opcode, mnemonic.upper(), "instruction"), args).encode())
+        except ValueError as error:
             raise ValueError(f"line {number}: {line!r}: {error}") from None
     return words
 
 
+def _name(kind: type[enum.Enum], name: str, what: str) -> enum.Enum:
+    if name not in kind.__members__:
+        raise ValueError(f"no {what} {name!r} (known: {', '.join(kind.__members__)})")
+    return kind[name]
+
+
 def _instruction(opcode: Opcode, args: dict[str, str]) -> Instruction:
     func = 0
+    if opcode in (Opcode.VOP, Opcode.ACT) and "op" not in args:
+        raise ValueError(f"{opcode.name} needs op=")
     if opcode == Opcode.VOP:
-        func = vop_func(Op[args.pop("op")], Reduce[args.pop("reduce", "NONE")], bool(int(args.pop("broadcast", "0"))))
+        func = vop_func(_name(Op, args.pop("op"), "vector op"), _name(Reduce, args.pop("reduce", "NONE"), "reduce"),
+                        bool(int(args.pop("broadcast", "0"))))
     elif opcode == Opcode.ACT:
-        func = act_func(Op[args.pop("op")])
+        func = act_func(_name(Op, args.pop("op"), "vector op"))
+    known = {f.name for f in fields(Instruction)} - {"opcode", "func"}
+    if unknown := set(args) - known:
+        raise ValueError(f"no field {', '.join(sorted(unknown))} (fields: {', '.join(sorted(known))})")
     return Instruction(opcode.value, func=func, **{name: int(value, 0) for name, value in args.items()})
 
 

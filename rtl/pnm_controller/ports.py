@@ -46,7 +46,7 @@ def start(p: ControllerParams) -> data.StructLayout:
 
 def status(p: ControllerParams) -> data.StructLayout:
     """`pc`: DONE's address, or where the program stopped (an MMU fault: the faulting command's `id`; END: `depth`).
-    While running: the address of the instruction waiting to issue."""
+    While running: the instruction at the head of the issue stage, one cycle late."""
     return data.StructLayout({"state": State, "error": ErrorCode, "pc": p.pc_bits + 1})
 
 

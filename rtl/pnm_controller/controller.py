@@ -81,12 +81,11 @@ class PNMController(wiring.Component):
         opcode, unit = word.r.opcode, word.r.opcode[4:]
         clean = decode.o.valid & (head.error == ErrorCode.NONE)
         self._commands(m, word, head.pc[:p.id_bits])
-        issued = Signal()
         for code, name in UNITS.items():
             command, counter = getattr(self, f"{name}_cmd"), counters[name]
             m.d.comb += [command.valid.eq(clean & (unit == code.value) & counter.room & (running | offering)),
                          counter.issue.eq(command.valid & command.ready)]
-            issued = issued | counter.issue
+        issued = Cat(*(counter.issue for counter in counters.values())).any()
         offered = Cat(*(getattr(self, f"{name}_cmd").valid & ~getattr(self, f"{name}_cmd").ready
                         for name in UNITS.values())).any()
         m.d.sync += offering.eq(offered)

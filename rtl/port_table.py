@@ -75,6 +75,9 @@ def block_table(name: str) -> str:
         else:
             width = Shape.cast(member.shape).width
             rows.append(f"| `{path}` | {'out' if member.flow == wiring.Out else 'in'} | {_bits(0, width)} | | | |")
+            if isinstance(member.shape, data.Layout):
+                rows += [f"| | | | `{field}` | {_bits(lsb, w)} | {meaning} |"
+                         for field, lsb, w, meaning in _fields(member.shape, "", 0)]
     return "\n".join(rows)
 
 

@@ -134,6 +134,26 @@ class HandshakeProbe(CycleCounter):
                 self.payloads.append(int(self.payload.value))
 
 
+class HeldUntilTaken(CycleCounter):
+    """Checks the stream rule a DUT's output port must keep whatever happens inside it (an error, a flush): once
+    `valid` is high it stays high, with the same payload, until the transfer. `broken` lists each cycle it did not."""
+
+    def __init__(self, dut, port: str) -> None:
+        self.port = port
+        self.valid, self.ready = getattr(dut, f"{port}__valid"), getattr(dut, f"{port}__ready")
+        self.payload = getattr(dut, f"{port}__payload")
+        self.waiting: int | None = None  # the payload offered and not taken in the last cycle
+        self.broken: list[str] = []
+        super().__init__(dut.clk)
+
+    def sample(self) -> None:
+        valid = self.valid.value == 1
+        if self.waiting is not None and (not valid or int(self.payload.value) != self.waiting):
+            self.broken.append(f"{self.port} at cycle {self.now}: offered {self.waiting:#x}, then "
+                               + (f"changed it to {int(self.payload.value):#x}" if valid else "withdrew it"))
+        self.waiting = int(self.payload.value) if valid and self.ready.value != 1 else None
+
+
 def cycles_simulated() -> int:
     return round(get_sim_time("ns") / config()["clock_period_ns"])
 

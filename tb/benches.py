@@ -40,6 +40,10 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     # name (`--param width=4`).
     # Yosys ran the 2-wide vector unit (a 123-stage FP32 chain per lane) for over 40 minutes without finishing.
     Bench("pnm_vector", "tb.pnm_vector.bench", ({"width": 2},), synthesis_budget_s=300),
+    # A 64-word buffer, 1,024 buffer rows, a 1 MiB address space and 128-byte tensors keep the random programs'
+    # operands and tensors small enough to cover the buffer's ends and the address space's; the logic is the same.
+    Bench("pnm_controller", "tb.pnm_controller.bench",
+          ({"depth": 64, "buffer_address_bits": 10, "address_bits": 20, "max_sub_requests": 4, "mmu_outstanding": 4},)),
     # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the
     # full Table 5 configuration (512-bit interface, 32 lanes: a 7-minute build) is proved by `basedie verify`.
     Bench("dqb", "tb.dqb.bench",

@@ -38,11 +38,13 @@ class Scoreboard:
 
     def add_port(self, port: str, sink: bench.StreamSink, decode: Callable[[int], Any] = int,
                  compare: Callable[[Any, Any], bool] = lambda got, expected: got == expected,
-                 describe: Callable[[Any], str] = show, ordered: bool = True) -> None:
+                 describe: Callable[[Any], str] = show, ordered: bool = True,
+                 observe: Callable[[Any], None] | None = None) -> None:
         """Watch `sink`: each beat is decoded from its payload integer and compared with the head of the
-        port's queue (`ordered`) or with each expected beat, oldest first."""
+        port's queue (`ordered`) or with each expected beat, oldest first; then handed to `observe`, if given
+        (a bench that plays the unit behind the port answers it there)."""
         self.expected[port], self.log[port] = deque(), []
-        cocotb.start_soon(self._monitor(port, sink, decode, compare, describe, ordered))
+        cocotb.start_soon(self._monitor(port, sink, decode, compare, describe, ordered, observe))
 
     def expect(self, port: str, beats, inputs) -> None:
         """Queue expected beats, each with a description of the inputs that produced it (one per beat, or
@@ -63,7 +65,7 @@ class Scoreboard:
             log.error(message)
         self._progress.set()
 
-    async def _monitor(self, port, sink, decode, compare, describe, ordered) -> None:
+    async def _monitor(self, port, sink, decode, compare, describe, ordered, observe) -> None:
         queue, seen = self.expected[port], self.log[port]
         while True:
             beat = decode((await sink.recv()).payload)
@@ -85,6 +87,8 @@ class Scoreboard:
                                f"oldest: {describe(expected)}; inputs: {inputs}")
                 else:
                     del queue[match]
+            if observe is not None:
+                observe(beat)
             self._progress.set()
 
     async def drained(self, patience_cycles: int = 2_000) -> None:

@@ -16,6 +16,7 @@ import basedie.verified
 from basedie.cli import main
 from sysmodel import report
 
+pytestmark = pytest.mark.xdist_group("simulate-cli")   # the tests of `small_run` share one run
 SMALL = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16",
          "--requests", "8"]
 QUICK = [*SMALL, "--no-plots"]     # for the tests that read no plot: matplotlib takes 90 % of a small run

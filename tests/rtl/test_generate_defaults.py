@@ -21,6 +21,7 @@ def test_generate_at_the_defaults(name: str, tmp_path, capsys) -> None:
     assert max(port["width"] for port in written["ports"]) <= MAX_VALUE_BITS
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # built for their signatures only
 def test_every_default_port_is_within_amaranths_limit_before_elaboration() -> None:
     """The quick half of the check above: every block's default component is built, and its manifest (ports
     from the signature alone, no elaboration) names its default parameters and no port over the limit."""

@@ -1,4 +1,4 @@
-"""Markers, and the Verilog cache the Yosys and synthesis-table tests share.
+"""The Verilog cache the Yosys and synthesis-table tests share. The markers (registered in pyproject.toml):
 
 `verilator`: the test builds a block with Verilator (or lints with it) or runs a cocotb bench (under Verilator or
 Icarus). `slow`: the test needs Yosys on a real block or elaborates blocks at full size (seconds to minutes each);
@@ -8,12 +8,6 @@ the CLI's argument checks."""
 import functools
 
 import pytest
-
-
-def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "verilator: builds with Verilator or runs a cocotb bench (minutes, not seconds)")
-    config.addinivalue_line("markers", "slow: runs Yosys on a real block or elaborates blocks at full size (not in "
-                                       "the quick loop `-m \"not verilator and not slow\"`, still in `pytest`)")
 
 
 @pytest.fixture(scope="session")

@@ -116,7 +116,7 @@ def test_config_json_names_what_ran_and_how(small_run) -> None:
 
 def test_only_duopd_records_the_pnm_and_mmu_it_did_not_use_otherwise(tmp_path, capsys) -> None:
     out = tmp_path / "pd"
-    code, _, _ = run([*SMALL[:2], "pd-1:1", *SMALL[3:], "--hw", "pnm.lane_width=512", "--no-plots", "--out", str(out)], capsys)
+    code, _, _ = run([*QUICK[:2], "pd-1:1", *QUICK[3:], "--hw", "pnm.lane_width=512", "--out", str(out)], capsys)
     config = json.loads((out / "config.json").read_text())
     assert code == 0 and config["verified_blocks"] == {} and config["mmu_policy"] is None
 

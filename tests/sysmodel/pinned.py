@@ -2,9 +2,10 @@
 
 Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`: a script under the
 repository root and its arguments, run in this Python process; `{out}` is a fresh folder), the CSV (`table`), the
-column whose value identifies a row (`key`), and per row the expected value of every pinned column (`expected`). Numeric columns (`numbers`) may
-move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match exactly. A study pins its results
-by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file it finds.
+column whose value identifies a row (`key`), and per row the expected value of every pinned column (`expected`).
+Numeric columns (`numbers`) may move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match
+exactly. A study pins its results by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file
+it finds.
 
 A model change that moves a result must update the pinned file in the same commit, with a line in the commit
 message saying why:

@@ -327,6 +327,8 @@ def _generate(args) -> int:
 
 
 def _verify(args) -> int:
+    from dataclasses import fields
+
     from basedie.verified import TABLE_PATH, store
     from rtl.registry import BLOCKS
     from tb.verify import planned_runs, verify
@@ -356,7 +358,8 @@ def _verify(args) -> int:
             entries = verify_on(client, runs, args.waves)
     else:
         entries = verify(runs, waves=args.waves, jobs=args.jobs)
-    store(entries, table, remeasured=remeasured)
+    store(entries, table, remeasured=remeasured,
+          params_fields={name: [f.name for f in fields(block.params)] for name, block in BLOCKS.items()})
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
         from tb.runner import BUILD_ROOT

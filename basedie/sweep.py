@@ -130,6 +130,9 @@ def _flat(value, prefix: str = "") -> dict:
 
 # --- clusters ---
 
+SCHEDULER_TIMEOUT = "10s"     # how long a client keeps trying to reach a scheduler before giving up
+
+
 class Cluster:
     """A Dask client: on the scheduler at `address`, or on a LocalCluster of `workers` processes (one thread
     each); `workers=0` is no client at all (the points run in this process)."""
@@ -146,7 +149,7 @@ class Cluster:
 
         if self.address is not None:
             try:
-                client = Client(self.address, timeout="10s")
+                client = Client(self.address, timeout=SCHEDULER_TIMEOUT)
             except (OSError, TimeoutError, ValueError) as error:
                 raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {one_line(error)}") from None
             self._stack.append(client)

@@ -17,13 +17,16 @@ import ast
 import hashlib
 import importlib.metadata
 import json
+import logging
 import platform
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "verified_blocks.json"
 SCHEMA = 2
@@ -252,10 +255,14 @@ def requested_params(path: Path, blocks: Iterable[str]) -> list[tuple[str, dict[
             if e["block"] in blocks and e.get("provenance", {}).get("requested")]
 
 
-def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Iterable[str] = ()) -> None:
+def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Iterable[str] = (),
+          params_fields: Mapping[str, Iterable[str]] | None = None) -> None:
     """Write freshly measured entries into the table, each sealed with its content hash, replacing those with
     the same block and parameters, and every entry of the `remeasured` blocks (whose benches now prove exactly
-    the parameter sets in `entries`). Other entries are kept as they are."""
+    the parameter sets in `entries`). Other entries are kept as they are, except that with `params_fields`
+    (block → the field names of its current parameters) an entry of a listed block whose parameter names
+    differ is dropped: measured under a renamed or removed parameter, no lookup can name it any more, and
+    `basedie verify --quick` would otherwise carry it forever."""
     try:
         existing = json.loads(Path(path).read_text())
         existing = existing["entries"] if existing.get("schema") == SCHEMA else []
@@ -272,7 +279,16 @@ def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Ite
         fresh.append(entry)
     replaced = {key(e) for e in fresh}
     remeasured = set(remeasured)
-    kept = [e for e in existing if key(e) not in replaced and e["block"] not in remeasured]
+    current = {block: set(names) for block, names in (params_fields or {}).items()}
+
+    def obsolete(entry: dict) -> bool:
+        if entry["block"] not in current or set(entry["params"]) == current[entry["block"]]:
+            return False
+        log.warning("dropping %s %s from %s: %s's parameters are now named %s", entry["block"], entry["params"],
+                    path, entry["block"], ", ".join(sorted(current[entry["block"]])))
+        return True
+
+    kept = [e for e in existing if key(e) not in replaced and e["block"] not in remeasured and not obsolete(e)]
     merged = sorted(kept + fresh, key=key)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")

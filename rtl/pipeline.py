@@ -1,7 +1,7 @@
 """Fixed-latency datapaths behind stream ports (II = 1), and the stage registers they are built from."""
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Shape, Signal, Value, ValueCastable
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Shape, Signal, Value, ValueCastable
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -82,6 +82,35 @@ def _named_wires(m: Module, prefix: str, values: dict[str, Value | int]) -> Simp
         wires[name] = Signal(value.shape(), name=f"{prefix}_{name}")
         m.d.comb += wires[name].eq(value)
     return SimpleNamespace(**wires)
+
+
+class SharedDatapath(wiring.Component):
+    """A two-operand datapath written for `Stages` (an `fp32_add`, an `fp16_mul_fp32`) as a module of its own.
+
+    A block that uses one datapath many times lists it in its `shared_modules` (name → `SharedDatapath`) and
+    places `SharedDatapath.instance`s of it by that name: Amaranth elaborates and Yosys writes the module once
+    rather than once per use, and Verilator compiles it once (what keeps the PNM's 1,024-wide lane and the
+    vector unit's 45 units per lane buildable). Its ports: `advance` (every stage's enable), `a`, `b`, `result`.
+    """
+
+    def __init__(self, datapath, operand_width: int, result_width: int, stages: int) -> None:
+        self._datapath, self._stages = datapath, stages
+        super().__init__({"advance": In(1), "a": In(operand_width), "b": In(operand_width),
+                          "result": Out(result_width)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        stages = Stages(m, self.advance)
+        m.d.comb += self.result.eq(self._datapath(stages, self.a, self.b))
+        stages.require_depth(self._stages, self)
+        return m
+
+    @staticmethod
+    def instance(module: str, advance: Value, a: Value, b: Value, result: Signal) -> Instance:
+        """An instance of the shared module named `module` driving `result` from `a` and `b`, in the sync
+        domain, its stages moving on `advance`."""
+        return Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(), i_advance=advance, i_a=a, i_b=b,
+                        o_result=result)
 
 
 class PipelinedUnit(wiring.Component):

@@ -1,6 +1,6 @@
 """How fast the system model runs: a 1,000-request Poisson workload on LLaMA2-70B, every system, one core.
 
-    python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3]
+    python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3] [--perf-model NAME] [--systems A,B]
 
 Prints, per system, the best wall time of `simulate()` over the repeats (the verified table is loaded once,
 beforehand, and timed separately) and how many output tokens per second of wall time that is.
@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--model", default="llama2-70b")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--perf-model", default="roofline", help="roofline, measured or roofline-efficiency")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated (default: all)")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
@@ -29,13 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"verified table loaded (digests of rtl/ checked) in {time.perf_counter() - start:.3f} s")
     workload = PoissonArrivals(args.qps, args.requests, args.input_len, args.output_len, seed=0)
     print(f"{args.model}, {args.requests} requests, Poisson {args.qps} QPS, input {args.input_len}, "
-          f"output {args.output_len} (means)")
+          f"output {args.output_len} (means), --perf-model {args.perf_model}")
     print(f"{'system':9} {'wall s':>7} {'tokens out':>10} {'tokens/s of wall':>17}")
-    for system in SYSTEMS:
+    for system in args.systems.split(","):
         best, result = float("inf"), None
         for _ in range(args.repeat):
             start = time.perf_counter()
-            result = simulate(SimulationConfig(system, args.model, workload), table)
+            result = simulate(SimulationConfig(system, args.model, workload, perf_model=args.perf_model), table)
             best = min(best, time.perf_counter() - start)
         tokens = sum(r.output_len for r in result.requests)
         print(f"{system:9} {best:7.3f} {tokens:10d} {tokens / best:17.0f}")

@@ -263,54 +263,52 @@ class Profiled:
     overlap: bool = False
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
-    def _matrix(self, op: Op, shard: Shard, roofline):
-        m = shard.model
-        elements = op.weight_bytes / BYTES_PER_VALUE
-        if not isinstance(elements, np.ndarray) and elements == 0:
-            return roofline
-        rows = op.flops / (2 * elements)             # tokens each weight serves
-        k, n = (elements / m.hidden, m.hidden) if op.name == "o_proj" else (m.hidden, elements / m.hidden)
-        return roofline / self.profile.gemm(k, n, rows)
-
     def op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
-        if op.kind == "attention" or isinstance(op.flops, np.ndarray):
-            return self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
-        # weights × activations and vector kernels depend on the token count alone: the same few shapes recur
-        # in every iteration of a run, so each is interpolated once (the simulator's hot path)
-        # (keyed by the model's identity, the model kept alive beside its entries: hashing an LLM costs more)
-        memo = self._memo.get(id(shard.model))
-        if memo is None:
-            memo = self._memo[id(shard.model)] = (shard.model, {})
-        key = (op, tokens, shard.tp, flop_rate, byte_rate)
-        seconds = memo[1].get(key)
-        if seconds is None:
-            seconds = memo[1][key] = self._op_seconds(op, tokens, shard, flop_rate, byte_rate)
-        return seconds
-
-    def _op_seconds(self, op: Op, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
         if op.kind == "attention":
             p = self.profile
             seconds = _larger(op.flops / (flop_rate * p.best_flop_efficiency),
                               op.bytes / (byte_rate * p.best_byte_efficiency))
             return _larger(seconds, p.floor_s)
-        if op.kind == "vector":
-            seconds = op.bytes / byte_rate
-            return seconds / self.profile.vector("layernorm", 2 * shard.model.hidden * BYTES_PER_VALUE, tokens)
-        if op.name == "mlp":
-            return self._dense_mlp(tokens, shard, flop_rate, byte_rate)
-        return self._matrix(op, shard, _larger(op.flops / flop_rate, op.bytes / byte_rate))
-
-    def _dense_mlp(self, tokens: int, shard: Shard, flop_rate: float, byte_rate: float):
-        """Up (gate and up) projection, activation, down projection: three kernels."""
-        m, b, p = shard.model, BYTES_PER_VALUE, self.profile
-        ffn = m.ffn // shard.tp
-        up = (m.mlp_matrices - 1) * ffn
+        larger = max
+        if isinstance(op.flops, np.ndarray):
+            kernels, larger = self._kernels(op, tokens, shard), _larger
+        else:
+            # The kernels of weights × activations and vector operators depend on the operator and its token
+            # count alone: the same few recur in every iteration of a run, so each is interpolated once (the
+            # simulator's hot path). The rates, which follow the bandwidth share iteration by iteration, are
+            # no part of the key, so the memo holds one entry per operator shape, however long the run.
+            # (Keyed by the model's identity, the model kept alive beside its entries: hashing an LLM costs more.)
+            memo = self._memo.get(id(shard.model))
+            if memo is None:
+                memo = self._memo[id(shard.model)] = (shard.model, {})
+            key = (op, tokens, shard.tp)
+            kernels = memo[1].get(key)
+            if kernels is None:
+                kernels = memo[1][key] = self._kernels(op, tokens, shard)
         seconds = 0.0
-        for k, n in ((m.hidden, up), (ffn, m.hidden)):
-            roofline = max(2 * tokens * k * n / flop_rate, (k * n + tokens * (k + n)) * b / byte_rate)
-            seconds += roofline / p.gemm(k, n, tokens)
-        act = (m.mlp_matrices * ffn) * b
-        return seconds + tokens * act / byte_rate / p.vector("act", act, tokens)
+        for flops, nbytes, efficiency in kernels:
+            seconds += larger(flops / flop_rate, nbytes / byte_rate) / efficiency
+        return seconds
+
+    def _kernels(self, op: Op, tokens: int, shard: Shard) -> tuple:
+        """The kernels `op` runs as (FLOPs, bytes, achieved efficiency): each takes its roofline time at the
+        rates offered divided by its efficiency."""
+        m, b, p = shard.model, BYTES_PER_VALUE, self.profile
+        if op.kind == "vector":
+            return ((0.0, op.bytes, p.vector("layernorm", 2 * m.hidden * b, tokens)),)
+        if op.name == "mlp":     # a dense MLP: up (gate and up) projection, activation, down projection
+            ffn = m.ffn // shard.tp
+            up = (m.mlp_matrices - 1) * ffn
+            act = (m.mlp_matrices * ffn) * b
+            return (*((2 * tokens * k * n, (k * n + tokens * (k + n)) * b, p.gemm(k, n, tokens))
+                      for k, n in ((m.hidden, up), (ffn, m.hidden))),
+                    (0.0, tokens * act, p.vector("act", act, tokens)))
+        elements = op.weight_bytes / b
+        if not isinstance(elements, np.ndarray) and elements == 0:
+            return ((op.flops, op.bytes, 1.0),)
+        rows = op.flops / (2 * elements)             # tokens each weight serves
+        k, n = (elements / m.hidden, m.hidden) if op.name == "o_proj" else (m.hidden, elements / m.hidden)
+        return ((op.flops, op.bytes, p.gemm(k, n, rows)),)
 
     def layer_extra_seconds(self, tokens: int, shard: Shard, byte_rate: float):
         m, b, p = shard.model, BYTES_PER_VALUE, self.profile

@@ -104,6 +104,20 @@ def lint(verilog_path: Path, top: str) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith(("%Warning", "%Error"))]
 
 
+def build_key(text: str, simulator: str, waves: bool) -> str:
+    """What a build of the Verilog `text` depends on, hashed: the same in every checkout, so that checkouts
+    sharing `BASEDIE_BUILD_DIR` share builds. The waiver file enters by its content; its absolute path, which
+    the Verilator command line needs, does not."""
+    if simulator == "icarus":
+        inputs = [*ICARUS_BUILD_ARGS, iverilog_version()]
+    else:
+        args = [WAIVERS.name if arg == str(WAIVERS) else arg for arg in BUILD_ARGS]
+        inputs = [WAIVERS.read_text(), *args, *MAKE_VARIABLES, importlib.metadata.version("verilator")]
+    return hashlib.sha256("\0".join([
+        text, simulator, *inputs, f"waves={waves}", importlib.metadata.version("cocotb"),
+    ]).encode()).hexdigest()[:16]
+
+
 def build(block_name: str, params: Params, waves: bool = False, simulator: str = "verilator",
           on_phase=None) -> Path:
     """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs.
@@ -112,16 +126,8 @@ def build(block_name: str, params: Params, waves: bool = False, simulator: str =
 
     prepare_toolchain(simulator)
     _, text = verilog_of(BLOCKS[block_name], params)
-    if simulator == "icarus":
-        build_args, product = ICARUS_BUILD_ARGS, "sim.vvp"
-        inputs = [*ICARUS_BUILD_ARGS, iverilog_version()]
-    else:
-        inputs = [WAIVERS.read_text(), *BUILD_ARGS, *MAKE_VARIABLES, importlib.metadata.version("verilator")]
-        build_args, product = BUILD_ARGS, block_name
-    key = hashlib.sha256("\0".join([
-        text, simulator, *inputs, f"waves={waves}", importlib.metadata.version("cocotb"),
-    ]).encode()).hexdigest()[:16]
-    build_dir = BUILD_ROOT / "sim" / f"{block_name}-{simulator}-{key}"
+    build_args, product = (ICARUS_BUILD_ARGS, "sim.vvp") if simulator == "icarus" else (BUILD_ARGS, block_name)
+    build_dir = BUILD_ROOT / "sim" / f"{block_name}-{simulator}-{build_key(text, simulator, waves)}"
     if (build_dir / product).exists():
         return build_dir
     if on_phase:

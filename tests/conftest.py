@@ -1,7 +1,23 @@
-"""The `verilator` marker: a test carrying it builds a block with Verilator (or lints with it) or runs a cocotb
-bench (under Verilator or Icarus). `pytest -m "not verilator"` runs everything else: the golden models, the
-parameter checks, the Amaranth-simulator unit tests, the system model and the CLI's argument checks."""
+"""The Verilog cache the Yosys and synthesis-table tests share. The markers (registered in pyproject.toml):
+
+`verilator`: the test builds a block with Verilator (or lints with it) or runs a cocotb bench (under Verilator or
+Icarus). `slow`: the test needs Yosys on a real block or elaborates blocks at full size (seconds to minutes each);
+it still runs in the default `pytest`. `pytest -m "not verilator and not slow"` runs everything else: the golden
+models, the parameter checks, the Amaranth-simulator unit tests, the system model, the studies' quick runs and
+the CLI's argument checks."""
+import functools
+
+import pytest
 
 
-def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "verilator: builds with Verilator or runs a cocotb bench (minutes, not seconds)")
+@pytest.fixture(scope="session")
+def verilog_text():
+    """`verilog_text(block name, parameters)`: the block's generated Verilog, elaborated once per test process."""
+    from rtl.generate import verilog_of
+    from rtl.registry import BLOCKS
+
+    @functools.cache
+    def text(name: str, params) -> str:
+        return verilog_of(BLOCKS[name], params)[1]
+
+    return text

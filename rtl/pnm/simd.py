@@ -11,7 +11,7 @@ sums or folds the dot product into the lane's FP32 accumulator.
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Shape, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -19,29 +19,12 @@ from amaranth.utils import exact_log2
 from ..fp.add import fp32_add
 from ..fp.formats import FP16, FP32
 from ..fp.multiply import fp16_mul_fp32
-from ..pipeline import Stages, Wires
+from ..pipeline import SharedDatapath, Stages, Wires
 from .params import LaneParams
 from .ports import Mode, lane_operands, output_layout
 
 MULTIPLY_STAGES = 2  # fp16_mul_fp32
 ADD_STAGES = 3  # fp32_add
-
-
-class _Element(wiring.Component):
-    """One element's multiplier or adder-tree node as a module of its own. The lane instantiates it by name, so
-    Amaranth elaborates and Yosys writes it once rather than once per element, and Verilator compiles it once."""
-
-    def __init__(self, datapath, operand_width: int, stages: int) -> None:
-        self._datapath, self._stages = datapath, stages
-        super().__init__({"advance": In(1), "a": In(operand_width), "b": In(operand_width),
-                          "result": Out(FP32.width)})
-
-    def elaborate(self, platform) -> Module:
-        m = Module()
-        stages = Stages(m, self.advance)
-        m.d.comb += self.result.eq(self._datapath(stages, self.a, self.b))
-        stages.require_depth(self._stages, self)
-        return m
 
 
 def elements(payload: data.View, *path: str | int) -> list[Value]:
@@ -89,8 +72,8 @@ class SIMDPipeline(wiring.Component):
     @property
     def shared_modules(self) -> dict[str, wiring.Component]:
         """The element modules the pipeline instantiates by name; `rtl.generate` writes each once beside it."""
-        return {"pnm_fp16_mul_fp32": _Element(fp16_mul_fp32, FP16.width, MULTIPLY_STAGES),
-                "pnm_fp32_add": _Element(fp32_add, FP32.width, ADD_STAGES)}
+        return {"pnm_fp16_mul_fp32": SharedDatapath(fp16_mul_fp32, FP16.width, FP32.width, MULTIPLY_STAGES),
+                "pnm_fp32_add": SharedDatapath(fp32_add, FP32.width, FP32.width, ADD_STAGES)}
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -104,8 +87,7 @@ class SIMDPipeline(wiring.Component):
 
         def element(module: str, name: str, a: Value, b: Value) -> Signal:
             result = Signal(FP32.width, name=name)
-            m.submodules[f"{name}_unit"] = Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                                                    i_advance=advance, i_a=a, i_b=b, o_result=result)
+            m.submodules[f"{name}_unit"] = SharedDatapath.instance(module, advance, a, b, result)
             return result
 
         m.submodules.operands = operands = self._operands(self.params)

@@ -4,13 +4,12 @@ The algorithms, constants and error bounds are documented in `docs/pnm-vector.md
 import struct
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 
 from ..fp.add import FP32Add, fp32_add
 from ..fp.formats import FP32
 from ..fp.multiply import FP32Mul, fp32_mul
-from ..pipeline import Stages
-from ..pnm.simd import _Element
+from ..pipeline import SharedDatapath, Stages
 
 # Every addition and multiplication is an instance of one of these modules, written once in the Verilog
 # (`rtl.generate` writes a component's `shared_modules`): inlined, one lane's 45 units took 68 s to generate.
@@ -19,7 +18,8 @@ SHARED_MODULES = {ADD_MODULE: (fp32_add, FP32Add.latency), MUL_MODULE: (fp32_mul
 
 
 def shared_modules() -> dict:
-    return {name: _Element(datapath, FP32.width, latency) for name, (datapath, latency) in SHARED_MODULES.items()}
+    return {name: SharedDatapath(datapath, FP32.width, FP32.width, latency)
+            for name, (datapath, latency) in SHARED_MODULES.items()}
 
 NEG_ZERO = 1 << 31
 
@@ -64,9 +64,8 @@ def fmax(x: Value, y: Value) -> Value:
 def _unit(module: str, stages: Stages, x: Value | int, y: Value | int) -> Value:
     """An instance of a shared unit on `stages`' advance, moving `stages` past its latency."""
     result = Signal(FP32.width)
-    stages.m.submodules += Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(), i_advance=stages.advance,
-                                    i_a=Const(x, 32) if isinstance(x, int) else x,
-                                    i_b=Const(y, 32) if isinstance(y, int) else y, o_result=result)
+    stages.m.submodules += SharedDatapath.instance(module, stages.advance, Const(x, 32) if isinstance(x, int) else x,
+                                                   Const(y, 32) if isinstance(y, int) else y, result)
     stages.count += SHARED_MODULES[module][1]
     return result
 

@@ -16,8 +16,10 @@ import basedie.verified
 from basedie.cli import main
 from sysmodel import report
 
+pytestmark = pytest.mark.xdist_group("simulate-cli")   # the tests of `small_run` share one run
 SMALL = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16",
          "--requests", "8"]
+QUICK = [*SMALL, "--no-plots"]     # for the tests that read no plot: matplotlib takes 90 % of a small run
 FILES = ("summary.json", "config.json", "requests.csv", "servers.csv", "latency_cdf.png", "timeline.png",
          "utilization.png")
 FORBIDDEN = ("amaranth", "cocotb", "rtl", "tb.")
@@ -114,14 +116,14 @@ def test_config_json_names_what_ran_and_how(small_run) -> None:
 
 def test_only_duopd_records_the_pnm_and_mmu_it_did_not_use_otherwise(tmp_path, capsys) -> None:
     out = tmp_path / "pd"
-    code, _, _ = run([*SMALL[:2], "pd-1:1", *SMALL[3:], "--hw", "pnm.lane_width=512", "--out", str(out)], capsys)
+    code, _, _ = run([*QUICK[:2], "pd-1:1", *QUICK[3:], "--hw", "pnm.lane_width=512", "--out", str(out)], capsys)
     config = json.loads((out / "config.json").read_text())
     assert code == 0 and config["verified_blocks"] == {} and config["mmu_policy"] is None
 
 
 def test_printed_summary_is_one_table_in_human_units_then_the_folder(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    code, stdout, err = run([*SMALL, "--out", str(out)], capsys)
+    code, stdout, err = run([*QUICK, "--out", str(out)], capsys)
     assert code == 0 and err == ""
     summary = json.loads((out / "summary.json").read_text())
     lines = stdout.splitlines()
@@ -138,7 +140,7 @@ def test_printed_summary_is_one_table_in_human_units_then_the_folder(tmp_path, c
 
 
 def test_seed_reproduces_poisson_runs_and_another_seed_changes_them(tmp_path, capsys) -> None:
-    poisson = [*SMALL, "--qps", "20"]
+    poisson = [*QUICK, "--qps", "20"]
     outs = {name: tmp_path / name for name in ("a", "b", "c", "flat")}
     for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
         assert run([*poisson, "--seed", seed, "--out", str(outs[name])], capsys)[0] == 0
@@ -160,7 +162,7 @@ def test_decode_first_trades_ttft_for_tpot_against_prefill_first(tmp_path, capsy
     summaries = {}
     for policy in ("prefill-first", "decode-first"):
         out = tmp_path / policy
-        assert run([*SMALL, "--mmu-policy", policy, "--out", str(out)], capsys)[0] == 0
+        assert run([*QUICK, "--mmu-policy", policy, "--out", str(out)], capsys)[0] == 0
         summaries[policy] = json.loads((out / "summary.json").read_text())
         assert json.loads((out / "config.json").read_text())["mmu_policy"] == policy
     first, second = summaries["prefill-first"], summaries["decode-first"]
@@ -174,8 +176,8 @@ def test_hugging_face_config_json_is_a_model(tmp_path, capsys) -> None:
     path.parent.mkdir()
     path.write_text(json.dumps(MISTRAL_7B))
     mistral, llama = tmp_path / "mistral", tmp_path / "llama"
-    assert run([*SMALL, "--model", str(path), "--out", str(mistral)], capsys)[0] == 0
-    assert run([*SMALL, "--out", str(llama)], capsys)[0] == 0
+    assert run([*QUICK, "--model", str(path), "--out", str(mistral)], capsys)[0] == 0
+    assert run([*QUICK, "--out", str(llama)], capsys)[0] == 0
     model = json.loads((mistral / "config.json").read_text())["model"]
     assert model == {"name": "mistral-7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
                      "head_dim": 4096 // 32, "ffn": 14336, "vocab": 32000, "gated_mlp": True, "experts": 0,
@@ -188,7 +190,7 @@ def test_hugging_face_config_json_is_a_model(tmp_path, capsys) -> None:
 
 def test_default_folder_is_named_after_the_run_and_filesystem_safe(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    argv = [*SMALL, "--system", "pd-1:1"]
+    argv = [*QUICK, "--system", "pd-1:1"]
     code, stdout, _ = run(argv, capsys)
     assert code == 0
     [folder] = (tmp_path / "build" / "simulate").iterdir()
@@ -201,11 +203,11 @@ def test_default_folder_is_named_after_the_run_and_filesystem_safe(tmp_path, mon
 
 def test_a_previous_run_is_replaced_only_by_a_successful_one(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    assert run([*SMALL, "--out", str(out)], capsys)[0] == 0
+    assert run([*QUICK, "--out", str(out)], capsys)[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert run([*SMALL, "--input-len", "0", "--out", str(out)], capsys)[0] == 2
+    assert run([*QUICK, "--input-len", "0", "--out", str(out)], capsys)[0] == 2
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    assert run([*SMALL, "--requests", "4", "--out", str(out)], capsys)[0] == 0
+    assert run([*QUICK, "--requests", "4", "--out", str(out)], capsys)[0] == 0
     assert len(read_csv(out / "requests.csv")) == 4
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
@@ -348,7 +350,7 @@ def test_timeline_sample_spreads_over_the_run() -> None:
 
 def test_json_outputs_are_strict_json_when_a_metric_is_undefined(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    assert run([*SMALL, "--output-len", "1", "--out", str(out)], capsys)[0] == 0
+    assert run([*QUICK, "--output-len", "1", "--out", str(out)], capsys)[0] == 0
     summary = json.loads((out / "summary.json").read_text(), parse_constant=pytest.fail)
     assert summary["tpot_s"] == {"mean": None, "p50": None, "p99": None}  # no token after the first
     rows = read_csv(out / "requests.csv")

@@ -12,6 +12,8 @@ from basedie.cli import main, simulate_parser
 from basedie.spec import load
 from basedie.sweep import sweep
 
+pytestmark = pytest.mark.xdist_group("sweep")   # one worker starts the cluster and runs the serial sweep, once
+
 # 4 PNM powers (W per stack) x 5 arrival rates = 20 small DuoPD points (Poisson: the seed makes them reproducible).
 SPEC = """
 [base]
@@ -237,7 +239,8 @@ def test_the_shipped_example_is_a_valid_spec() -> None:
     assert spec.axes[0].name == "hw.pnm.lanes" and len(points) == math.prod(len(a.values) for a in spec.axes) >= 6
 
 
-def test_verify_with_an_unreachable_scheduler_is_one_line_and_writes_no_table(tmp_path, capsys) -> None:
+def test_verify_with_an_unreachable_scheduler_is_one_line_and_writes_no_table(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("basedie.sweep.SCHEDULER_TIMEOUT", "1s")   # nothing listens there: no need to wait 10 s
     table = tmp_path / "table.json"
     code = main(["verify", "fp_to_fp32", "--scheduler", "tcp://127.0.0.1:1", "--table", str(table)])
     err = capsys.readouterr().err

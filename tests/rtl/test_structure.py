@@ -10,19 +10,20 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.generate import runs_at_time_zero, verilog_of
+from rtl.generate import runs_at_time_zero
 from rtl.registry import BLOCKS
 from tb.structure import yosys_problems
-from tb.verify import bench_runs, run_ids
+from tb.verify import bench_runs
+
+from tests.bench_configurations import bench_params
 
 RUNS = bench_runs(list(BLOCKS), include_verify_only=False)
 
 
-@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
-def test_generated_verilog_passes_yosys_check(block_name: str, config: dict, tmp_path) -> None:
-    _, text = verilog_of(BLOCKS[block_name], BLOCKS[block_name].params(**config))
+@pytest.mark.parametrize("block_name,config", bench_params(RUNS, pytest.mark.slow))
+def test_generated_verilog_passes_yosys_check(block_name: str, config: dict, verilog_text, tmp_path) -> None:
     path = tmp_path / f"{block_name}.v"
-    path.write_text(text)
+    path.write_text(verilog_text(block_name, BLOCKS[block_name].params(**config)))
     assert yosys_problems(path, block_name) == []
 
 

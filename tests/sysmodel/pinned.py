@@ -1,10 +1,11 @@
 """Pinned study results: a study's headline table checked in as expected values with tolerances.
 
-Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`, run from the repository
-root with this Python; `{out}` is a fresh folder), the CSV (`table`), the column whose value identifies a row
-(`key`), and per row the expected value of every pinned column (`expected`). Numeric columns (`numbers`) may
-move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match exactly. A study pins its results
-by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file it finds.
+Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`: a script under the
+repository root and its arguments, run in this Python process; `{out}` is a fresh folder), the CSV (`table`), the
+column whose value identifies a row (`key`), and per row the expected value of every pinned column (`expected`).
+Numeric columns (`numbers`) may move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match
+exactly. A study pins its results by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file
+it finds.
 
 A model change that moves a result must update the pinned file in the same commit, with a line in the commit
 message saying why:
@@ -12,13 +13,17 @@ message saying why:
     python tests/sysmodel/pinned.py tests/sysmodel/pinned/<name>.json   # rewrite the expected values from a fresh run
 """
 import csv
+import importlib.util
+import io
 import json
 import math
-import subprocess
 import sys
 import tempfile
+from contextlib import redirect_stdout
 from functools import cache
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = Path(__file__).resolve().parent / "pinned"
@@ -28,15 +33,30 @@ def files() -> list[Path]:
     return sorted(FOLDER.glob("*.json"))
 
 
+def command(name: str) -> tuple[str, ...]:
+    """The command of the pinned file `name` (its stem)."""
+    return tuple(json.loads((FOLDER / f"{name}.json").read_text())["command"])
+
+
+def xdist_group(name: str) -> pytest.MarkDecorator:
+    """The group of the tests that read the run of the pinned file `name` (its stem): with `--dist loadgroup`
+    they share one worker, so `run` runs the study once."""
+    return pytest.mark.xdist_group(f"pinned-{name}")
+
+
 @cache
 def run(command: tuple[str, ...]) -> tuple[Path, str]:
-    """Run a study command once per session: (its output folder, what it printed)."""
+    """Run a study command (a script under the repository root and its arguments) once per test process, in
+    this process: (its output folder, what it printed)."""
     out = Path(tempfile.mkdtemp(prefix="pinned-"))
-    argv = [sys.executable, *(part.replace("{out}", str(out)) for part in command)]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return out, done.stdout
+    script, *argv = (part.replace("{out}", str(out)) for part in command)
+    spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        module.main(argv)
+    return out, printed.getvalue()
 
 
 def number(text: str) -> float:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.sysmodel import pinned
 
+pytestmark = pinned.xdist_group("duopd_headline")     # the quick run is shared with test_pinned_results.py
 SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")
 
@@ -30,7 +31,7 @@ def read(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def study():
     """The quick run the pinned results come from: (module, output folder, what it printed)."""
-    out, printed = pinned.run(("scripts/duopd_study.py", "--quick", "--workers", "0", "--out", "{out}"))
+    out, printed = pinned.run(pinned.command("duopd_headline"))
     return load_script(), out, printed
 
 

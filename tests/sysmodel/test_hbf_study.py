@@ -1,27 +1,22 @@
 """The HBF study in quick mode: every item writes its CSV and PNG, the headline covers items 1-7, and what it
 reports follows from hand-computable facts (layout capacities, uniform dedup, Arrhenius)."""
 import csv
-import importlib.util
-import io
 import re
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
+from tests.sysmodel import pinned
 from sysmodel.hbf.media import PROVENANCE
 
+pytestmark = pinned.xdist_group("hbf_headline")     # the quick run is shared with test_pinned_results.py
 ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("hbf_study", ROOT / "scripts" / "hbf_study.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    out = tmp_path_factory.mktemp("hbf")
-    with redirect_stdout(io.StringIO()):
-        script.main(["--quick", "--out", str(out)])
+def study() -> Path:
+    """The quick run the pinned results come from (`tests/sysmodel/pinned/hbf_headline.json`)."""
+    out, _ = pinned.run(pinned.command("hbf_headline"))
     return out
 
 

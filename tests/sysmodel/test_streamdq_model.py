@@ -187,7 +187,7 @@ def run(argv, capsys):
 
 
 GPU = ["simulate", "--system", "gpu", "--model", "Llama-3.1-8B", "--hardware", "a100-pcie-40gb", "--batch", "4",
-       "--input-len", "256", "--output-len", "8"]
+       "--input-len", "256", "--output-len", "8", "--no-plots"]
 
 
 def test_gpu_system_runs_a_quantized_model_and_records_it(tmp_path, capsys) -> None:
@@ -203,7 +203,7 @@ def test_gpu_system_runs_a_quantized_model_and_records_it(tmp_path, capsys) -> N
 
 def test_pd_accepts_quantized_weights(tmp_path, capsys) -> None:
     base = ["simulate", "--system", "pd-1:1", "--model", "Llama-3.1-8B", "--hardware", "a100-pcie-40gb", "--hw",
-            "gpus=8", "--input-len", "2048", "--output-len", "8", "--requests", "4"]
+            "gpus=8", "--input-len", "2048", "--output-len", "8", "--requests", "4", "--no-plots"]
     tpot = []
     for extra in ([], ["--weights", "w8a16", "--dequant", "gpu", "--kernel", "gptq"]):
         out = tmp_path / str(len(extra))

@@ -1,17 +1,13 @@
 """The StreamDQ study script in quick mode: every figure's CSV and PNG exist, the headline's deviations follow
 from the values beside them, and the sweeps hold the relations the model implies."""
 import csv
-import importlib.util
-import io
-import json
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from basedie import verified
+from tests.sysmodel import pinned
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "streamdq_study.py"
+pytestmark = pinned.xdist_group("streamdq_headline")     # the quick run is shared with test_pinned_results.py
 
 
 def read(path: Path) -> list[dict]:
@@ -20,22 +16,9 @@ def read(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("streamdq_study", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    out = tmp_path_factory.mktemp("streamdq")
-    # The committed table, with the memory-side rates the 32-bit DQB bench measures if it predates them.
-    table = json.loads(verified.TABLE_PATH.read_text())
-    for entry in table["entries"]:
-        if entry["block"] == "dqb":
-            entry["figures"].setdefault("memory_beats_per_cycle_by_mode", {
-                mode: {"int4": 0.25, "int8": 0.5, "fp8": 0.5}.get(mode.split("_")[0], 1.0)
-                for mode in entry["figures"]["beats_per_cycle_by_mode"]})
-    path = out / "table.json"
-    path.write_text(json.dumps(table))
-    with redirect_stdout(io.StringIO()):
-        script.main(["--quick", "--out", str(out), "--table", str(path)])
+def study() -> Path:
+    """The quick run the pinned results come from (`tests/sysmodel/pinned/streamdq_headline.json`)."""
+    out, _ = pinned.run(pinned.command("streamdq_headline"))
     return out
 
 

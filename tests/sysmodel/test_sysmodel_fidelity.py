@@ -12,7 +12,8 @@ from sysmodel.errors import ConfigError
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.workload import FixedBatch
 
-SMALL = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16"]
+SMALL = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16",
+         "--no-plots"]
 
 
 @pytest.fixture(scope="module")

@@ -102,3 +102,18 @@ def test_pnm_decoding_pays_the_all_reduce_latency_of_the_performance_model() -> 
     costs = [PNMExecution(hw, SHARD, lane, mmu, perf_model(name, hw.gpu)).cost(work).seconds
              for name in ("roofline", "roofline-efficiency")]
     assert costs[1] - costs[0] == pytest.approx(LLAMA2_70B.layers * 2 * 0.037e-3, rel=1e-9)
+
+
+def test_a_memory_bound_kernel_follows_the_bandwidth_share_and_the_memo_does_not_grow_with_it() -> None:
+    """DuoPD's GPU runs at a share of the bandwidth that changes every iteration: the memo must hold one entry
+    per operator shape, not one per share. At 64 decode tokens the QKV GEMM is memory bound (on an H100,
+    2·64·K·N FLOPs at 989 TFLOP/s take a fifth of its 2·K·N weight bytes at 3.35 TB/s), so 1/s of the
+    bandwidth takes s times the profiled 0.013 ms."""
+    perf = perf_model("measured", H100.gpu)
+    [qkv] = [op for op in SHARD.layer_ops(decode_work(64, 6400)) if op.name == "qkv"]
+    rate, bandwidth = H100.gpu.flops, H100.gpu.memory.bandwidth
+    assert perf.op_seconds(qkv, 64, SHARD, rate, bandwidth) == pytest.approx(0.013e-3, rel=1e-9)
+    entries = sum(len(memo) for _, memo in perf._memo.values())
+    for share in range(2, 50):
+        assert perf.op_seconds(qkv, 64, SHARD, rate, bandwidth / share) == pytest.approx(share * 0.013e-3, rel=1e-9)
+    assert sum(len(memo) for _, memo in perf._memo.values()) == entries

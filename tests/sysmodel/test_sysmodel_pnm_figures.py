@@ -80,7 +80,7 @@ def test_the_mmu_converts_cycles_with_its_design_clock() -> None:
 
 
 SIMULATE = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16",
-            "--requests", "4"]
+            "--requests", "4", "--no-plots"]
 
 
 def test_simulate_runs_on_a_verified_width_and_refuses_an_unverified_one(tmp_path, monkeypatch, capsys) -> None:

@@ -8,7 +8,7 @@ from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
-from bench_runs import each_run, measure
+from tests.tb.bench_runs import each_run, measure
 
 pytestmark = pytest.mark.verilator
 

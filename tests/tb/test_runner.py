@@ -54,3 +54,21 @@ def test_verilator_runs_start_from_a_recorded_random_state(tmp_path) -> None:
     assert first > 0
     assert runner.run_bench("fp_to_fp32", "tb.selftest", params, runs=tmp_path, seed=12345) == \
         {"random_reset_seed": 12345}
+
+
+def test_the_build_key_is_the_same_in_another_checkout_and_follows_the_waivers_content(tmp_path, monkeypatch) -> None:
+    """Checkouts sharing BASEDIE_BUILD_DIR share builds: the key hashes the waiver file's content, not its absolute
+    path, which only the Verilator command line holds."""
+    assert str(runner.WAIVERS) in runner.BUILD_ARGS and runner.WAIVERS.is_absolute()
+    here = runner.build_key("module m; endmodule\n", "verilator", waves=False)
+    elsewhere = tmp_path / "other-checkout" / "tb" / runner.WAIVERS.name
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(runner.WAIVERS.read_text())
+    monkeypatch.setattr(runner, "WAIVERS", elsewhere)
+    monkeypatch.setattr(runner, "BUILD_ARGS", tuple(str(elsewhere) if arg.endswith(".vlt") else arg
+                                                    for arg in runner.BUILD_ARGS))
+    assert str(elsewhere) in runner.BUILD_ARGS
+    assert runner.build_key("module m; endmodule\n", "verilator", waves=False) == here
+    elsewhere.write_text(elsewhere.read_text() + "lint_off -rule UNUSED\n")
+    assert runner.build_key("module m; endmodule\n", "verilator", waves=False) != here
+    assert runner.build_key("module n; endmodule\n", "verilator", waves=False) != here

@@ -16,6 +16,8 @@ from tb import synthesis
 from tb.benches import BENCHES
 from tb.synthesis import Netlist, SynthesisError, figures, run_yosys
 
+from tests.bench_configurations import bench_params
+
 
 class _Register(wiring.Component):
     """An 8-bit register: 8 flip-flops and no gates; with a synchronous reset, one AND per bit and one inverter
@@ -99,6 +101,7 @@ def test_ram_and_rom_bits_are_counted_before_they_become_flip_flops_and_gates() 
     assert netlist.cells["$_DFF_P_"] >= 32
 
 
+@pytest.mark.slow
 def test_fp32_add_has_logic_between_its_registers() -> None:
     entry = synthesis.synthesize("fp32_add", BLOCKS["fp32_add"].params())
     f = entry["figures"]
@@ -143,6 +146,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, tmp_path: Path, c
     assert not table.exists()
 
 
+@pytest.mark.slow
 def test_synth_with_a_parameter_records_that_parameter_set(tmp_path: Path) -> None:
     table = tmp_path / "table.json"
     assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
@@ -166,25 +170,41 @@ def test_an_attempt_counts_only_for_a_bench_with_a_budget_it_was_given() -> None
     assert not attempted_within_budget("fp32_add", attempt)  # no budget: its figures are required
 
 
-def test_the_committed_table_covers_every_bench_configuration_and_is_fresh() -> None:
-    """Freshness: the pytest configurations carry the digest of the Verilog they generate today; the full-size
-    ones (minutes to elaborate) the digest of the `rtl/` sources they are built from. A full-size run may be an
-    attempt that ran out of time (no figures); a pytest configuration may not."""
+SMALL_RUNS = [(name, params.as_dict()) for name, params in synthesis.bench_runs(list(BLOCKS))
+              if not synthesis.full_size(name, params)]
+
+
+def _committed_entry(name: str, params) -> dict | None:
+    key = json.dumps([name, params.as_dict()], sort_keys=True)
+    return next((e for e in synthesis.load() if json.dumps([e["block"], e["params"]], sort_keys=True) == key), None)
+
+
+@pytest.mark.parametrize("name,config", bench_params(SMALL_RUNS, pytest.mark.slow))
+def test_the_committed_table_holds_every_pytest_configuration_synthesized_from_todays_verilog(
+        name: str, config: dict, verilog_text) -> None:
+    """A pytest configuration carries the digest of the Verilog it generates today, and figures unless its bench
+    states a synthesis budget that the attempt (no figures) was given."""
+    params = BLOCKS[name].params(**config)
+    entry = _committed_entry(name, params)
+    assert entry is not None, f"{name} {config}: missing; run `basedie synth all` and commit the table"
+    assert entry["provenance"]["verilog_sha256"] == synthesis.verilog_digest(verilog_text(name, params)), \
+        f"{name} {config}: synthesized from other Verilog; run `basedie synth all` and commit the table"
+    assert entry["figures"] is not None or attempted_within_budget(name, entry), \
+        f"{name} {config}: only attempted (its bench's synthesis_budget_s: {BENCHES[name].synthesis_budget_s})"
+
+
+def test_the_committed_table_holds_every_full_size_configuration_synthesized_from_todays_rtl() -> None:
+    """The full-size configurations (minutes to elaborate) carry the digest of the `rtl/` sources they are built
+    from; each may be an attempt that ran out of time (no figures)."""
     from basedie.verified import rtl_digest
 
-    entries = {json.dumps([e["block"], e["params"]], sort_keys=True): e for e in synthesis.load()}
     problems = []
     for name, params in synthesis.bench_runs(list(BLOCKS)):
-        entry = entries.get(json.dumps([name, params.as_dict()], sort_keys=True))
-        full_size = synthesis.full_size(name, params)
+        if not synthesis.full_size(name, params):
+            continue
+        entry = _committed_entry(name, params)
         if entry is None:
             problems.append(f"{name} {params.as_dict()}: missing")
-        elif full_size and entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):
+        elif entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):
             problems.append(f"{name} {params.as_dict()}: synthesized from other rtl/ sources")
-        elif not full_size and entry["provenance"]["verilog_sha256"] != synthesis.verilog_digest(
-                verilog_of(BLOCKS[name], params)[1]):
-            problems.append(f"{name} {params.as_dict()}: synthesized from other Verilog")
-        elif not full_size and entry["figures"] is None and not attempted_within_budget(name, entry):
-            problems.append(f"{name} {params.as_dict()}: only attempted (its bench's synthesis_budget_s: "
-                            f"{BENCHES[name].synthesis_budget_s})")
-    assert not problems, "run `basedie synth all` and commit the table:\n" + "\n".join(problems)
+    assert problems == [], "run `basedie synth all` and commit the table:\n" + "\n".join(problems)

@@ -1,5 +1,6 @@
 """The committed verified-figures table follows `rtl/` and `tb/`, covers every bench, and refuses to be stale or
 edited by hand."""
+import dataclasses
 import json
 import shutil
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from basedie import verified
+from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.verify import bench_runs
 
@@ -143,3 +145,27 @@ def test_the_sources_are_found_beside_the_installed_packages_whatever_sys_path_h
     monkeypatch.delitem(sys.modules, "rtl", raising=False)
     assert (verified.project_root() / "rtl" / "fp").is_dir()
     verified.load()
+
+
+def test_store_drops_entries_measured_under_obsolete_parameter_names(tmp_path) -> None:
+    """`basedie verify --quick` replaces no block's entries wholesale: without this, an entry whose parameter
+    was renamed since (here the MMU's `pending_entries`, as if it had been called `pending`) stays forever."""
+    path = tmp_path / "table.json"
+    committed = json.loads(verified.TABLE_PATH.read_text())
+    mmu = [e for e in committed["entries"] if e["block"] == "mmu"]
+    renamed = {**mmu[0], "params": {("pending" if k == "pending_entries" else k): v
+                                    for k, v in mmu[0]["params"].items()}}
+    odd_other = {**committed["entries"][0], "params": {"no_such_field": 1}}    # a block not listed: left alone
+    assert odd_other["block"] != "mmu"
+    path.write_text(json.dumps({**committed, "entries": committed["entries"] + [renamed, odd_other]}))
+    fresh = verified.VerifiedEntry(**next(e for e in committed["entries"] if e["block"] == "fp32_add"))
+    mmu_fields = [f.name for f in dataclasses.fields(BLOCKS["mmu"].params)]
+    assert "pending_entries" in mmu_fields and "pending" not in mmu_fields
+    verified.store([fresh], path, params_fields={"mmu": mmu_fields})
+    stored = json.loads(path.read_text())["entries"]
+    assert renamed["params"] not in [e["params"] for e in stored]
+    assert [e["params"] for e in stored if e["block"] == "mmu"] == [e["params"] for e in mmu]   # current ones kept
+    assert odd_other["params"] in [e["params"] for e in stored]
+    assert len(stored) == len(committed["entries"]) + 1
+    verified.store([fresh], path)          # without the field names: nothing is dropped
+    assert len(json.loads(path.read_text())["entries"]) == len(committed["entries"]) + 1

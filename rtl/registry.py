@@ -14,6 +14,8 @@ from .params import NoParams, Params
 from .pnm.array import PNMArray
 from .pnm.lane import PNMLane
 from .pnm.params import ArrayParams, LaneParams
+from .pnm_buffer.buffer import PNMBuffer
+from .pnm_buffer.params import BufferParams
 from .pnm_vector.params import VectorParams
 from .pnm_vector.vector import PNMVector
 
@@ -40,5 +42,7 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand"),
     Block("pnm_vector", VectorParams, PNMVector,
           "DuoPD PNM vector unit: FP32 element-wise ops, exp/recip/rsqrt/SiLU/GELU, reductions, online softmax"),
+    Block("pnm_buffer", BufferParams, PNMBuffer,
+          "DuoPD PNM buffer: banked SRAM for the array, the vector unit and the MMU's TSV forwarding"),
     Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

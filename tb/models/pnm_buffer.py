@@ -1,0 +1,55 @@
+"""Reference behaviour of the PNM buffer, written from its contract (docs/pnm-buffer.md), never from the RTL:
+a byte array in which an access moves `nbytes` bytes at byte address row·nbytes; accesses take effect in the
+order they were accepted, and of the accesses accepted in one cycle the reads see the memory before that
+cycle's writes; no two accesses of one cycle may touch one bank, bank (address // bank_bytes) mod banks."""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class BankConflict(AssertionError):
+    """Two accesses accepted in one cycle touch the same bank (a single-ported bank cannot serve both)."""
+
+
+@dataclass(frozen=True)
+class Access:
+    port: str
+    row: int
+    nbytes: int
+    write: bool = False
+    data: int = 0
+    """Write data, byte k in bits 8k..8k+7."""
+    mask: int = 0
+    """One bit per byte of a write: bit k set writes byte k."""
+
+    @property
+    def address(self) -> int:
+        return self.row * self.nbytes
+
+
+class Buffer:
+    def __init__(self, total_bytes: int, banks: int, bank_bytes: int) -> None:
+        self.memory = np.zeros(total_bytes, np.uint8)
+        self.banks, self.bank_bytes = banks, bank_bytes
+
+    def banks_of(self, access: Access) -> set[int]:
+        return {(a // self.bank_bytes) % self.banks for a in range(access.address, access.address + access.nbytes)}
+
+    def read(self, address: int, nbytes: int) -> int:
+        return int.from_bytes(self.memory[address:address + nbytes].tobytes(), "little")
+
+    def cycle(self, accesses: list[Access]) -> list[int | None]:
+        """Apply one cycle's accepted accesses; each read's data (None for a write), in the order given."""
+        used: dict[int, str] = {}
+        for access in accesses:
+            for bank in self.banks_of(access):
+                if bank in used:
+                    raise BankConflict(f"bank {bank} accessed by {used[bank]} and {access.port} in one cycle")
+                used[bank] = access.port
+        out = [None if a.write else self.read(a.address, a.nbytes) for a in accesses]
+        for a in accesses:
+            if a.write:
+                new = np.frombuffer(a.data.to_bytes(a.nbytes, "little"), np.uint8)
+                keep = np.array([(a.mask >> k) & 1 for k in range(a.nbytes)], bool)
+                self.memory[a.address:a.address + a.nbytes][keep] = new[keep]
+        return out

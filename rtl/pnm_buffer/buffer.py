@@ -19,6 +19,24 @@ RESPONSE_DEPTH = 3
 takes one response per cycle issues one read per cycle."""
 
 
+class Bank(wiring.Component):
+    """One single-ported SRAM bank of `depth` words of `nbytes`: `word` is read (on `read` in the next cycle)
+    and, where `enable` has a bit set, written byte by byte with `data`."""
+
+    def __init__(self, nbytes: int, depth: int) -> None:
+        self.nbytes, self.depth = nbytes, depth
+        super().__init__({"word": In(range(depth)), "enable": In(nbytes), "data": In(8 * nbytes),
+                          "read": Out(8 * nbytes)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.memory = memory = Memory(shape=data.ArrayLayout(8, self.nbytes), depth=self.depth, init=[])
+        write, read = memory.write_port(granularity=1), memory.read_port()  # one enable per byte
+        m.d.comb += [write.addr.eq(self.word), read.addr.eq(self.word), write.en.eq(self.enable),
+                     write.data.eq(self.data), self.read.eq(read.data)]
+        return m
+
+
 class ReadReturn(wiring.Component):
     """A read port's response queue. `issue`: a read is accepted now; its bank data arrives on `data` next
     cycle. `credit`: the queue has room for a read accepted now, counting the one arriving."""
@@ -89,20 +107,19 @@ class PNMBuffer(wiring.Component):
 
         bank_data = []
         for b in range(p.banks):
-            bank = m.submodules[f"bank{b}"] = Memory(shape=data.ArrayLayout(8, p.bank_bytes), depth=p.depth, init=[])
-            write, read = bank.write_port(granularity=1), bank.read_port()  # byte enables
+            bank = m.submodules[f"bank{b}"] = Bank(p.bank_bytes, p.depth)
             width = 8 * p.bank_bytes
             for k, (port, place, request) in enumerate(zip(p.ports, places, requests)):
                 here = Signal(name=f"bank{b}_{port.request}")
                 m.d.comb += here.eq(arbiter.grant[k] & place.banks[b])
                 # At most one port holds a bank in a cycle: the bank takes that port's word, data and byte enables.
                 with m.If(here):
-                    m.d.comb += [write.addr.eq(place.word), read.addr.eq(place.word)]
+                    m.d.comb += bank.word.eq(place.word)
                     if port.write:
                         s = place.slot(b)
-                        m.d.comb += [write.data.eq(request.payload.data[s * width:(s + 1) * width]),
-                                     write.en.eq(request.payload.mask[s * p.bank_bytes:(s + 1) * p.bank_bytes])]
-            bank_data.append(read.data.as_value())
+                        m.d.comb += [bank.data.eq(request.payload.data[s * width:(s + 1) * width]),
+                                     bank.enable.eq(request.payload.mask[s * p.bank_bytes:(s + 1) * p.bank_bytes])]
+            bank_data.append(bank.read)
 
         for k, ret in returns.items():
             place = places[k]

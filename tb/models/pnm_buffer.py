@@ -1,7 +1,7 @@
 """Reference behaviour of the PNM buffer, written from its contract (docs/pnm-buffer.md), never from the RTL:
 a byte array in which an access moves `nbytes` bytes at byte address row·nbytes; accesses take effect in the
-order they were accepted, and of the accesses accepted in one cycle the reads see the memory before that
-cycle's writes; no two accesses of one cycle may touch one bank, bank (address // bank_bytes) mod banks."""
+order they were accepted. No two accesses of one cycle may touch one bank (byte a is in bank
+(a // bank_bytes) mod banks), so they touch disjoint bytes and their order within the cycle is immaterial."""
 from dataclasses import dataclass
 
 import numpy as np

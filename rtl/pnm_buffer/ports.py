@@ -1,9 +1,9 @@
 """Payload layouts of the buffer's stream ports: the shapes of the MMU's `buf_rd`/`buf_rdata`/`buf_wr`
-(`rtl/mmu/ports.py`), for every client, so the MMU connects to the buffer with `wiring.connect`."""
+(`rtl/mmu/ports.py`) for every client, so the MMU connects to the buffer with `wiring.connect`."""
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from .params import BufferParams, Port
+from .params import BufferParams
 
 
 def read_request(row_bits: int) -> data.StructLayout:
@@ -30,8 +30,3 @@ def signature_members(params: BufferParams) -> dict:
             members[port.request] = In(stream.Signature(read_request(rows)))
             members[port.response] = Out(stream.Signature(read_data(port.bytes)))
     return members
-
-
-def request_layout(params: BufferParams, port: Port) -> data.StructLayout:
-    rows = params.row_bits(port.bytes)
-    return write_request(rows, port.bytes) if port.write else read_request(rows)

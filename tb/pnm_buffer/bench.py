@@ -22,6 +22,12 @@ RANDOM_REQUESTS = 300  # per port in the random-traffic test
 WINDOW_LINES = 4       # random traffic stays in this many lines (one word of every bank each): reads meet writes
 
 
+async def started(dut, seed: int = 0) -> Harness:
+    """Clock, reset, then the harness on the idle buffer."""
+    await bench.start(dut)
+    return Harness(dut, seed)
+
+
 def rate(cycles: list[int], nbytes: int) -> float:
     """Bytes per cycle of a stream of accepted requests: the steady interval between the first and the last."""
     return round(nbytes * (len(cycles) - 1) / (cycles[-1] - cycles[0]), 4)
@@ -60,8 +66,7 @@ async def read_back(h: Harness, lines: int) -> int:
 async def each_port_alone(dut):
     """One read through the idle buffer gives the latency; a stream of requests on one port at a time, every
     response taken at once, the II and the port's bytes per cycle: one request every cycle."""
-    await bench.start(dut)
-    h = Harness(dut)
+    h = await started(dut)
     figures, latencies, intervals = {}, set(), set()
     for port in h.ports:
         accepted = h.watcher.accepted[port.request]
@@ -85,8 +90,7 @@ async def each_port_alone(dut):
 async def every_port_on_disjoint_banks(dut):
     """All ports stream at once, each in banks no other port uses (widest first, aligned; a port that does
     not fit beside the others sits idle): each still moves its full width every cycle."""
-    await bench.start(dut)
-    h = Harness(dut, seed=1)
+    h = await started(dut, seed=1)
     p, free, placed = h.params, 0, []
     for port in sorted(h.ports, key=lambda port: -port.bytes):
         words = port.bytes // p.bank_bytes
@@ -107,8 +111,7 @@ async def every_port_on_disjoint_banks(dut):
 async def every_port_on_one_bank(dut):
     """Every port's every request needs bank 0: one access per cycle, the grant rotating over the ports, so
     each port gets 1/ports of the cycles and waits at most `ports` cycles between grants."""
-    await bench.start(dut)
-    h = Harness(dut, seed=2)
+    h = await started(dut, seed=2)
     p = h.params
     for port in h.ports:
         for _ in range(STREAM):
@@ -127,8 +130,7 @@ async def random_traffic(dut):
     """Every port at once, random rows in a few lines (reads meet recent writes of every port), random byte
     masks, random gaps on every request port and random back-pressure on every response port; then every read
     port reads the lines back. Bytes per cycle per port over the whole random phase."""
-    await bench.start(dut)
-    h = Harness(dut, seed=3)
+    h = await started(dut, seed=3)
     p = h.params
     h.pause(0.3, 0.4)
     start = {port.request: len(h.watcher.accepted[port.request]) for port in h.ports}
@@ -146,8 +148,7 @@ async def random_traffic(dut):
 async def every_port_on_random_rows(dut):
     """Every port always has a request, each to a row drawn uniformly from the whole buffer, and every response
     is taken at once: the bytes per cycle each port gets when its banks collide at random."""
-    await bench.start(dut)
-    h = Harness(dut, seed=5)
+    h = await started(dut, seed=5)
     for port in h.ports:
         for _ in range(RANDOM_REQUESTS):
             h.offer(port, h.rng.randrange(h.rows(port)))
@@ -159,8 +160,7 @@ async def every_port_on_random_rows(dut):
 async def reset_mid_traffic(dut):
     """A reset while reads wait in full response queues and writes stream: a write offered during the reset is
     refused, no response is pending afterwards, and the banks hold every write accepted before the reset."""
-    await bench.start(dut)
-    h = Harness(dut, seed=4)
+    h = await started(dut, seed=4)
     p = h.params
     for sink in h.sinks.values():
         sink.pause = True

@@ -4,23 +4,20 @@ its bank, writes dropped without any conflict, an arbiter that lets conflicting 
 make the bench fail."""
 import pytest
 from amaranth.hdl import Module, Mux
+from bench_runs import each_run, measure
 from planted import always_ready, failed_tests
 
 from rtl.pnm_buffer import arbiter, buffer
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
-from tb.runner import run_bench
-from tb.verify import module_runs, run_ids
+from tb.verify import module_runs
 
 pytestmark = pytest.mark.verilator
 
-RUNS = module_runs("tb.pnm_buffer.bench")
 
-
-@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
+@each_run("tb.pnm_buffer.bench")
 def test_bench(block_name: str, config: dict) -> None:
-    params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, BENCHES[block_name].module, params)
+    params, figures = measure(block_name, config)
     assert figures["latency_cycles"] == 2 and figures["initiation_interval"] == 1
     ports = params.ports
     for port in ports:
@@ -36,7 +33,7 @@ def test_bench(block_name: str, config: dict) -> None:
 
 
 def small() -> tuple[str, str, object]:
-    block_name, config = RUNS[0]
+    block_name, config = module_runs("tb.pnm_buffer.bench")[0]
     return block_name, BENCHES[block_name].module, BLOCKS[block_name].params(**config)
 
 

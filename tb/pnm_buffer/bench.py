@@ -1,6 +1,7 @@
 """cocotb bench of the PNM buffer: latency, II and bytes per cycle of every port alone; every port at once on
-disjoint banks (no conflicts) and all on one bank (every request conflicts); random traffic on all ports with
-random back-pressure on every response port; reset mid-traffic.
+disjoint banks (no conflicts), all on one bank (every request conflicts) and all on uniformly random rows;
+random traffic on all ports with random gaps and random back-pressure on every response port; reset
+mid-traffic.
 
 Every read's data is checked as it arrives against the golden model fed with the requests in the order the
 buffer accepted them (`harness.py`), so a dropped write, a stale or misrouted read, a lost, duplicated or
@@ -8,7 +9,9 @@ reordered response, or two accesses of one bank in one cycle fails the test that
 
 Figures (docs/pnm-buffer.md): `latency_cycles`, `initiation_interval`; per port (`buf_wr`, `buf_rd`,
 `array0_rd`, …) `bytes_per_cycle_alone_*`, `bytes_per_cycle_disjoint_*`, `bytes_per_cycle_one_bank_*` and
-`bytes_per_cycle_random_*`; `max_wait_cycles_one_bank`; `vectors_checked` (read responses compared).
+`bytes_per_cycle_uniform_*`; `bytes_per_cycle_disjoint_total`; `max_wait_cycles_one_bank`,
+`max_wait_cycles_uniform` (longest interval between two grants of a port); `random_traffic_cycles`;
+`vectors_checked` (read responses compared in the random-traffic test and its read-back).
 """
 import cocotb
 import numpy as np

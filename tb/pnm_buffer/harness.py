@@ -7,9 +7,8 @@
   port, so a lost, duplicated, reordered or stale response names its port, cycle and request;
 - handshake probes on the response ports, numbered like the watcher's cycles, for latency and rates.
 """
+import functools
 import random
-
-from cocotb.triggers import ClockCycles
 
 from rtl.pnm_buffer.params import Port
 from rtl.registry import BLOCKS
@@ -20,16 +19,12 @@ from ..payload import Packer
 from ..scoreboard import Scoreboard
 
 
-_MODEL: list[model.Buffer] = []
-
-
+@functools.cache
 def banks_model(total_bytes: int, banks: int, bank_bytes: int) -> model.Buffer:
     """The model of the one simulated buffer: its banks keep their contents from test to test of a run (the DUT
     is not rebuilt, and SRAM has no reset), so the model does too. What was never written is undefined in both:
     the simulator may even take a request from its random initial inputs before the first reset."""
-    if not _MODEL:
-        _MODEL.append(model.Buffer(total_bytes, banks, bank_bytes))
-    return _MODEL[0]
+    return model.Buffer(total_bytes, banks, bank_bytes)
 
 
 class Watcher(bench.CycleCounter):
@@ -59,8 +54,8 @@ class Watcher(bench.CycleCounter):
             return
         for access, data in zip(accesses, results):
             if data is not None:
-                response = access.port.removesuffix("_rd") + "_rdata"
-                h.board.expect(response, [data], f"{access.port} row {access.row} accepted at cycle {self.now}")
+                h.board.expect(h.response_of[access.port], [data],
+                               f"{access.port} row {access.row} accepted at cycle {self.now}")
 
 
 class Harness:
@@ -71,6 +66,7 @@ class Harness:
         self.component = component = BLOCKS[config["block"]].build(p)
         self.ports: tuple[Port, ...] = p.ports
         self.reads = [port for port in self.ports if not port.write]
+        self.response_of = {port.request: port.response for port in self.reads}
         self.rng = random.Random(seed)
         self.packers = {name: Packer.of_port(component, name)
                         for port in self.ports for name in (port.request, port.response) if name}
@@ -108,11 +104,6 @@ class Harness:
                 end.pause = False
 
     # ---- completion ---------------------------------------------------------------------------------
-    async def accepted(self, port: Port, count: int) -> None:
-        """Wait until `count` requests in all have been accepted on `port`."""
-        while len(self.watcher.accepted[port.request]) < count:
-            await ClockCycles(self.dut.clk, 1)
-
     async def drain(self) -> None:
         """Wait until every request offered is accepted and every read answered (each checked as it came),
         then a while longer: anything extra would show now. A bank conflict is the first failure named."""

@@ -39,7 +39,8 @@ def small() -> tuple[str, str, object]:
 
 def test_a_write_dropped_when_it_loses_a_conflict_fails_the_bench(monkeypatch, tmp_path) -> None:
     """The vector unit's writes are always accepted, and lost when the arbiter gives their bank to another
-    port: reads later return the old bytes. Alone or on disjoint banks nothing conflicts, so those pass."""
+    port: the bench sees two accesses of one bank accepted in one cycle, and reads then return the old bytes.
+    Alone or on disjoint banks nothing conflicts, so those tests pass."""
     monkeypatch.setitem(BLOCKS, "pnm_buffer", always_ready("pnm_buffer", "vu_wr"))
     failed = failed_tests(*small(), tmp_path)
     assert {"every_port_on_one_bank", "random_traffic"} <= failed

@@ -16,6 +16,8 @@ from .pnm.lane import PNMLane
 from .pnm.params import ArrayParams, LaneParams
 from .pnm_controller.controller import PNMController
 from .pnm_controller.params import ControllerParams
+from .pnm_buffer.buffer import PNMBuffer
+from .pnm_buffer.params import BufferParams
 from .pnm_vector.params import VectorParams
 from .pnm_vector.vector import PNMVector
 
@@ -44,5 +46,7 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
           "DuoPD PNM vector unit: FP32 element-wise ops, exp/recip/rsqrt/SiLU/GELU, reductions, online softmax"),
     Block("pnm_controller", ControllerParams, PNMController,
           "DuoPD PNM controller: instruction buffer, fetch/decode/issue to the MMU, array and vector unit"),
+    Block("pnm_buffer", BufferParams, PNMBuffer,
+          "DuoPD PNM buffer: banked SRAM for the array, the vector unit and the MMU's TSV forwarding"),
     Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

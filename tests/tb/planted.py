@@ -1,9 +1,24 @@
-"""Planted faults for bench tests: a block whose datapath is slower than the real one."""
+"""Planted faults for bench tests: a block whose datapath is slower than the real one, or one that takes beats
+it cannot hold; and which of a bench's cocotb tests failed on one."""
+import xml.etree.ElementTree as ET
+
+import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
+from rtl.params import Params
 from rtl.registry import BLOCKS, Block
+from tb.runner import BenchFailed, run_bench, run_name
+
+
+def failed_tests(block_name: str, module: str, params: Params, runs) -> set[str]:
+    """Run the bench on the (mutated) block and return the names of the cocotb tests that failed."""
+    # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
+    with pytest.raises((SystemExit, BenchFailed)):
+        run_bench(block_name, module, params, runs=runs)
+    results = ET.parse(runs / run_name(block_name, params) / "results.xml")
+    return {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None}
 
 
 class Throttled(wiring.Component):
@@ -32,3 +47,27 @@ def throttled(block_name: str, port: str) -> Block:
     """A registry entry building `block_name` with `port` throttled (for `monkeypatch.setitem(BLOCKS, ...)`)."""
     block = BLOCKS[block_name]
     return Block(block.name, block.params, lambda params: Throttled(block.component(params), port), block.summary)
+
+
+class AlwaysReady(wiring.Component):
+    """`inner` with the same ports, except that stream port `port` is always ready: a beat `inner` was not ready
+    for is taken and lost (a write dropped when it loses a conflict, say)."""
+
+    def __init__(self, inner: wiring.Component, port: str) -> None:
+        self.inner, self.port = inner, port
+        super().__init__(dict(inner.signature.members.items()))
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.inner = self.inner
+        pairs = zip(self.signature.flatten(self), self.inner.signature.flatten(self.inner), strict=True)
+        for (path, member, outer), (_, _, inner) in pairs:
+            source, target = (outer, inner) if member.flow == In else (inner, outer)
+            m.d.comb += target.eq(1 if path[0] == self.port and path[-1] == "ready" else source)
+        return m
+
+
+def always_ready(block_name: str, port: str) -> Block:
+    """A registry entry building `block_name` with `port` always ready."""
+    block = BLOCKS[block_name]
+    return Block(block.name, block.params, lambda params: AlwaysReady(block.component(params), port), block.summary)

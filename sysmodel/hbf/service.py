@@ -84,7 +84,7 @@ class PortPower:
 ACCESS = ("accesses", "hits", "prefetched_in_time", "media_reads", "media_reads_waited", "media_bytes",
           "wasted_prefetch_bytes", "fill_bytes", "cooling_wait_s", "stall_s")
 PER_ITERATION = ("starts", "ends", "waits", "busy", "stall", "power", "counts", "fill", "programmed", "media_load",
-                 "rate", "media")
+                 "rate", "ahead", "demand", "overlap")
 
 
 @dataclass
@@ -102,14 +102,18 @@ class Block:
     programmed: np.ndarray       # KV bytes programmed
     media_load: np.ndarray       # fraction of the tier's bandwidth asked for while busy
     rate: np.ndarray             # the package's service rate at its start
-    media: np.ndarray            # per layer: bytes prefetched, bytes waited for, compute overlapping the prefetch
+    ahead: np.ndarray | None     # per layer: bytes prefetched (None: no prefetch), bytes waited for, the compute
+    demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`)
+    overlap: np.ndarray | None
     before: tuple = ()           # package snapshot, frame cache, router, the port's previous demand, KV frames
     replay: tuple = ()           # tokens, touched and demanded objects, KV frames after each iteration; the
     #                              objects and KV bytes it priced (`HBFTier.objects`, `HBFPort._kv_iteration`)
+    ran: bool = True             # the package was run through it when priced (`settle` runs it otherwise)
 
     def keep(self, count: int) -> None:
         for name in PER_ITERATION:
-            setattr(self, name, getattr(self, name)[:count])
+            if (value := getattr(self, name)) is not None:
+                setattr(self, name, value[:count])
 
 
 def steps(start: float, waits: np.ndarray, busy: np.ndarray, power: np.ndarray, others: list[tuple],
@@ -186,7 +190,6 @@ class HBFTier:
             self.tier.energy_per_byte + self.stack.program_energy_per_byte), self.tier.bandwidth)
         self.ports: list[HBFPort] = []
         self.pending: Block | None = None
-        self.counters = dict.fromkeys(ACCESS, 0.0)
 
     def port(self, base, role: str, power: PortPower) -> "HBFPort":
         """The executor of one server on this package (`base` prices its iterations with the weights in HBM)."""
@@ -240,9 +243,12 @@ class HBFTier:
         package, lru, router, previous, kv = block.before
         tokens, touched, demand, kv_states = block.replay[:4]
         priced = len(tokens)        # the server may have cut the block since (`_reprice`)
-        if touched is None:
-            deferred = self.objects(port, tokens[:done])[2] if done else None
-        elif done < priced:
+        if touched is None and done:       # priced while resident: every access hits, drawn for what ran
+            demand = self.demand(tokens[:done])
+            port.previous = demand[-1]
+            block.counts[:done, ACCESS.index("accesses")] = block.counts[:done, ACCESS.index("hits")] = \
+                np.count_nonzero(demand.reshape(done, -1), axis=1)
+        elif touched is not None and done < priced:
             self.lru.restore(lru)
             if self.router is not None:
                 self.router.restore(router)
@@ -254,9 +260,11 @@ class HBFTier:
         if port.kv is not None:
             port.kv.restore(kv_states[done])
         last = port.end(done - 1) if done else 0.0
-        block.keep(done)
-        if len(self.ports) > 1 or done < priced:      # alone and whole, the block ran as priced
-            self.package.restore(package)
+        if done < count:
+            block.keep(done)
+        if len(self.ports) > 1 or done < priced or not block.ran:    # alone and whole, it ran as priced
+            if block.ran:           # (otherwise the package is as it was before the block)
+                self.package.restore(package)
             if done:
                 others = self.others(port, float(block.starts[0]))
                 busy = block.busy
@@ -266,13 +274,7 @@ class HBFTier:
                 until = now if now < math.inf else max([last, *(o[1] for o in others)])
                 dt, power, _ = steps(float(block.starts[0]), block.waits, busy, block.power, others, until)
                 self.package.run(dt, power)
-        if touched is None and done:
-            block.counts[:, ACCESS.index("accesses")] = deferred[4]
-            block.counts[:, ACCESS.index("hits")] = deferred[5]
-        totals = block.counts.sum(axis=0)
-        for counters in (self.counters, port.counters):
-            for key, value in zip(ACCESS, totals.tolist()):
-                counters[key] += value
+        port.counts += block.counts.sum(axis=0)
         if done < count and port.server is not None:
             port.server.interrupt()      # its server must not run iterations the tier dropped
 
@@ -283,16 +285,21 @@ class HBFTier:
         been read): then every access hits."""
         return not self.weights_in_hbf or (self.lru.capacity >= self.layers * self.slots and bool(self.lru.seen.all()))
 
+    def demand(self, tokens: np.ndarray) -> np.ndarray:
+        """Which HBF-resident objects each of consecutive batches of `tokens` needs (iterations x layers x
+        slots): the experts its tokens are routed to, or every layer of a dense model."""
+        shape = (len(tokens), self.layers, self.slots)
+        if not self.weights_in_hbf:
+            return np.zeros(shape, dtype=bool)
+        return self.router.touched_block(tokens, slice(0, self.slots)) if self.router else np.ones(shape, dtype=bool)
+
     def objects(self, port: "HBFPort", tokens: np.ndarray) -> tuple:
         """What each iteration of a block does with the HBF-resident objects, all at once (routing and the
         frame cache do not depend on timing): the touched and demanded masks, then per iteration and layer the
         objects prefetched, fetched on demand and prefetched-and-used, and per iteration the objects fetched,
         demanded and hit."""
-        count, shape = len(tokens), (len(tokens), self.layers, self.slots)
-        moe = self.router is not None
-        demand = (np.zeros(shape, dtype=bool) if not self.weights_in_hbf
-                  else self.router.touched_block(tokens, slice(0, self.slots)) if moe
-                  else np.ones(shape, dtype=bool))
+        count, moe = len(tokens), self.router is not None
+        demand = self.demand(tokens)
         speculative = self.options.prefetch == "moe-speculative" and moe
         predicted = np.concatenate((port.previous[None], demand[:-1])) if speculative else None
         touched = demand | predicted if speculative else demand
@@ -318,25 +325,32 @@ class HBFTier:
                                  (per_layer(demand) if speculative else self.lru.touched_per_layer).sum(axis=1),
                                  per_layer(demand & hits).sum(axis=1) if any_hit else np.zeros(count, dtype=np.int64))
 
-    def media_times(self, rate, media: np.ndarray, programmed: np.ndarray) -> tuple[np.ndarray, ...]:
-        """At service `rate` (one per iteration), per iteration: the stall (media time not hidden by compute),
-        whether each layer's prefetch came in time, from `media` (iterations x 3 x layers: bytes prefetched,
-        bytes waited for, compute the prefetch overlaps) and the KV bytes `programmed`."""
+    def media_times(self, rate, ahead: np.ndarray | None, demand: np.ndarray, overlap: np.ndarray | None,
+                    programmed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """At service `rate` (one per iteration), per iteration: the stall (media time not hidden by compute)
+        and whether each layer's prefetch came too late, from the bytes per layer prefetched (`ahead`; None: no
+        prefetch) and waited for (`demand`), the compute each layer's prefetch overlaps, the KV bytes
+        `programmed`."""
         rate = np.asarray(rate, dtype=float)[:, None]
-        ahead_bytes, demand_bytes, overlap = media[:, 0], media[:, 1], media[:, 2]
-        ahead_s = np.where(ahead_bytes > 0, self.tier.latency_s + ahead_bytes / rate, 0.0)
-        demand_s = np.where(demand_bytes > 0, self.tier.latency_s + demand_bytes / rate, 0.0)
-        late = ahead_s > overlap
-        # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
-        # not overlapped with the iteration's reads: an upper bound.
-        program_s = programmed / rate[:, 0] + programmed / PAGE_BYTES * self.stack.program_s / (
-            self.layout.hbf_stacks * self.stack.outstanding_reads)
-        return np.maximum(ahead_s - overlap, 0.0).sum(axis=1) + demand_s.sum(axis=1) + program_s, late
+        latency = self.tier.latency_s
+        stall = np.where(demand > 0, latency + demand / rate, 0.0).sum(axis=1)
+        late = None
+        if ahead is not None:
+            ahead_s = np.where(ahead > 0, latency + ahead / rate, 0.0)
+            late = ahead_s > overlap
+            stall = np.maximum(ahead_s - overlap, 0.0).sum(axis=1) + stall
+        if programmed.any():
+            # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
+            # not overlapped with the iteration's reads: an upper bound.
+            stall = stall + programmed / rate[:, 0] + programmed / PAGE_BYTES * self.stack.program_s / (
+                self.layout.hbf_stacks * self.stack.outstanding_reads)
+        return stall, late
 
     # ----- results ----------------------------------------------------------------------------------------
     def summary(self) -> dict:
         """Per-GPU package figures (traffic x tp for the instance); with several servers, theirs apart too."""
-        c, tp, package = self.counters, self.shard.tp, self.package
+        tp, package = self.shard.tp, self.package
+        c = dict(zip(ACCESS, sum(port.counts for port in self.ports).tolist()))
         hbf_blocks = self.layers * self.slots * self.blocks_per_object
         kv = dict.fromkeys(KV_COUNTS, 0)
         for port in self.ports:
@@ -367,8 +381,8 @@ class HBFTier:
             if package.trace else {},
         }
         if len(self.ports) > 1:
-            summary["servers"] = {port.role: {**self._traffic(port.counters), "stall_s": port.counters["stall_s"]}
-                                  for port in self.ports}
+            summary["servers"] = {port.role: {**self._traffic(counts), "stall_s": counts["stall_s"]}
+                                  for port in self.ports for counts in [dict(zip(ACCESS, port.counts.tolist()))]}
         return summary
 
     def _traffic(self, c: dict) -> dict:
@@ -395,7 +409,7 @@ class HBFPort:
             if layout.kv == "hbf" or (layout.prefix == "hbf" and tier.prefix_tokens) else None
         self.previous = np.zeros((tier.layers, tier.slots), dtype=bool)   # the last iteration's demand
         self.block: Block | None = None
-        self.counters = dict.fromkeys(ACCESS, 0.0)
+        self.counts = np.zeros(len(ACCESS))         # ACCESS, over the iterations kept
         self._after_first = np.concatenate(([0.0], np.ones(tier.layers - 1)))
 
     # ----- where this port is on the timeline -------------------------------------------------------------
@@ -432,7 +446,7 @@ class HBFPort:
         tier, now = self.tier, self.tier.loop.now
         base = self.base.cost(work, bandwidth_scale, loads, share)
         count = np.size(base.seconds)
-        fields = [np.broadcast_to(np.asarray(f, dtype=float), (count,)) for f in base]
+        compute, hbm = (np.broadcast_to(np.asarray(f, dtype=float), (count,)) for f in (base.seconds, base.hbm_bytes))
         tokens = np.broadcast_to(np.asarray(work.tokens), (count,)).astype(np.int64)
         again = tier.pending
         if again is not None and again.port is self and again.starts[0] == now and np.array_equal(again.replay[0],
@@ -459,19 +473,21 @@ class HBFPort:
                         kv[i] = self._kv_iteration(i)
                         kv_states.append(self.kv.snapshot())
                 replay = (tokens, touched, demand, kv_states, objects, kv)
-        block = self._price(now, fields[0], fields[2], *replay[4:])
+        block = self._price(now, compute, hbm, *replay[4:])
         block.before, block.replay = before, replay
         self.block = tier.pending = block
         seconds = block.waits + block.busy
         block.ends = now + np.cumsum(seconds)          # as the server counts them
         block.starts = np.concatenate(([now], block.ends[:-1]))
+        if not block.ran:           # nothing through the media: the base cost itself
+            return base
         return self._cost(base, seconds, block.fill, count == 1 and not isinstance(base.seconds, np.ndarray))
 
     def _cost(self, base: Cost, seconds, fill, scalar: bool) -> Cost:
         """`base` taking `seconds`, with the frame fills' HBM traffic added."""
         tp, bandwidth = self.tier.shard.tp, self.base.hardware.gpu.memory.bandwidth
         hbm = base.hbm_bytes + fill * tp
-        offered = base.offered * base.seconds / seconds + fill / (seconds * bandwidth)
+        offered = base.offered * (base.seconds / seconds) + fill / (seconds * bandwidth)
         if scalar:
             return Cost(float(seconds[0]), float(base.flops), float(hbm[0]), float(base.link_bytes), float(offered[0]))
         count = len(seconds)
@@ -488,16 +504,20 @@ class HBFPort:
         stall = float(block.stall[index])
         load = float(block.media_load[index])
         if load > 0:
-            scale = self._media_share(np.array([load]), now)[0]
-            stall = float(self.tier.media_times(block.rate[index:index + 1] * scale, block.media[index:index + 1],
-                                                block.programmed[index:index + 1])[0][0])
+            scale = self._media_share(np.array([load]), self._media_loads(now))[0]
+            one = slice(index, index + 1)
+            stall = float(self.tier.media_times(block.rate[one] * scale, *(None if a is None else a[one] for a in (
+                block.ahead, block.demand, block.overlap)), block.programmed[one])[0][0])
         seconds = np.array([base.seconds + stall + float(block.waits[index])])
         return self._cost(base, seconds, block.fill[index:index + 1], True)
 
-    def _media_share(self, load: np.ndarray, now: float) -> np.ndarray:
-        """The fraction of its media `load` each iteration obtains against the other ports' loads now."""
-        others = {port.role: port.media_load(now) for port in self.tier.ports if port is not self}
-        others = {role: value for role, value in others.items() if value > 0}
+    def _media_loads(self, now: float) -> dict[str, float]:
+        """The other ports' media loads now (those reading the media)."""
+        loads = {port.role: port.media_load(now) for port in self.tier.ports if port is not self}
+        return {role: value for role, value in loads.items() if value > 0}
+
+    def _media_share(self, load: np.ndarray, others: dict[str, float]) -> np.ndarray:
+        """The fraction of its media `load` each iteration obtains against the other ports' loads."""
         if not others or not load.any():
             return np.ones(len(load))
         granted = self.tier.tier.sharing.grant({**others, self.role: load})[self.role]
@@ -513,60 +533,73 @@ class HBFPort:
         the package's service rate changes (throttle state, refresh)."""
         tier, package = self.tier, self.tier.package
         count, layers = len(compute), tier.layers
-        if objects is None:         # every access hits (`HBFTier.resident`); they are counted when settled
-            none = np.zeros((count, layers), dtype=np.int64)
-            objects = (none, none, none, *[np.zeros(count, dtype=np.int64)] * 3)
-        n_ahead, n_demand, useful, fetched, accesses, hits = objects
         kv_read, kv_programmed = kv[:, 0], kv[:, 1]
+        fetched = objects[3] if objects is not None else 0
         fill = fetched * tier.object_bytes + kv_read
         moved = fill + kv_programmed
         energy = np.outer(compute, self.power.compute_w)
         energy[:, 1] += hbm * (self.power.hbm_energy_per_byte / tier.shard.tp)
+        waits, power = np.zeros(count), np.zeros((count, 3))
+        if not moved.any():
+            # Every access hits: nothing waits for the media, and the package is first run when the block is
+            # settled (`HBFTier.settle`). Objects not given: resident, counted when settled.
+            np.divide(energy, compute[:, None], out=power, where=compute[:, None] > 0)
+            counts = np.zeros((count, len(ACCESS)))
+            if objects is not None:
+                counts[:, 0], counts[:, 1] = objects[4], objects[5]
+            return Block(self, waits, waits, waits, compute, waits, power, counts, fill, kv_programmed, waits,
+                         np.broadcast_to(package.rate, (count,)), None, np.broadcast_to(0.0, (count, layers)), None,
+                         ran=False)
+        n_ahead, n_demand, useful, fetched, accesses, hits = objects
         energy[:, 2] += fill * tier.tier.energy_per_byte + kv_programmed * tier.stack.program_energy_per_byte
-        others = tier.others(self, now)
-        waits, stall, power = np.zeros(count), np.zeros(count), np.zeros((count, 3))
-        if not moved.any():         # every access hits: nothing waits for the media
-            busy, rate, late = compute, np.full(count, package.rate), np.zeros((count, layers), dtype=bool)
-            np.divide(energy, busy[:, None], out=power, where=busy[:, None] > 0)
-            package.run(*steps(package.clock, waits, busy, power, others)[:2])
-            media = np.broadcast_to(0.0, (count, 3, layers))
-        else:
-            busy, stall, rate, late = np.empty(count), np.empty(count), np.empty(count), np.empty((count, layers), bool)
-            # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
-            kv_ahead = tier.options.prefetch != "none"
-            kv_layer = (kv_read / layers)[:, None]
-            media = np.stack((n_ahead * tier.object_bytes + (kv_layer if kv_ahead else 0.0),
-                              n_demand * tier.object_bytes + (0.0 if kv_ahead else kv_layer),
-                              # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
-                              np.broadcast_to(self._after_first * (compute / layers)[:, None], (count, layers))),
-                             axis=1)
-            alone = compute + tier.media_times(np.full(count, tier.tier.bandwidth), media, kv_programmed)[0]
+        busy, stall, rate = np.empty(count), np.empty(count), np.empty(count)
+        # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
+        kv_ahead = tier.options.prefetch != "none"
+        kv_layer = (kv_read / layers)[:, None]
+        demand = n_demand * tier.object_bytes + (0.0 if kv_ahead else kv_layer)
+        ahead = overlap = late = None
+        if n_ahead.any() or (kv_ahead and kv_read.any()):
+            ahead = n_ahead * tier.object_bytes + (kv_layer if kv_ahead else 0.0)
+            # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
+            overlap = self._after_first * (compute / layers)[:, None]
+            late = np.empty((count, layers), dtype=bool)
+        share, others = np.ones(count), self._media_loads(now)
+        if others:      # the media reads of the other ports' iterations in progress take their share
+            alone = compute + tier.media_times(np.full(count, tier.tier.bandwidth), ahead, demand, overlap,
+                                               kv_programmed)[0]
             share = self._media_share(np.divide(moved, alone * tier.tier.bandwidth, out=np.zeros(count),
-                                                where=alone > 0), now)
-            i, used = 0, None
-            while i < count:
-                waits[i] = tier.cool(self) if moved[i] else 0.0
-                rate[i:] = package.rate
-                if rate[i] != used:
-                    used, first = rate[i], i
-                    timing = tier.media_times((rate[i] or math.inf) * share[i:], media[i:], kv_programmed[i:])
-                stall[i:], late[i:] = (t[i - first:] for t in timing)
-                busy[i:] = compute[i:] + stall[i:]
-                np.divide(energy[i:], busy[i:, None], out=power[i:], where=busy[i:, None] > 0)
-                dt, drawn, iteration = steps(package.clock, np.zeros(count - i), busy[i:], power[i:], others)
-                taken = package.run(dt, drawn, stop=True)
-                last = iteration[taken - 1]
-                rest = taken + int(np.count_nonzero(iteration[taken:] == last))
-                package.run(dt[taken:rest], drawn[taken:rest])
-                i += int(last) + 1
-        in_time = (useful * ~late).sum(axis=1)
-        waited = n_demand.sum(axis=1) + (n_ahead * late).sum(axis=1)
-        wasted = n_ahead.sum(axis=1) - useful.sum(axis=1)
+                                                where=alone > 0), others)
+        others = tier.others(self, now)
+        i, used = 0, None
+        while i < count:
+            waits[i] = tier.cool(self) if moved[i] else 0.0
+            rate[i:] = package.rate
+            if rate[i] != used:
+                used, first = rate[i], i
+                timing = tier.media_times((rate[i] or math.inf) * share[i:], *(
+                    None if a is None else a[i:] for a in (ahead, demand, overlap)), kv_programmed[i:])
+            stall[i:] = timing[0][i - first:]
+            if late is not None:
+                late[i:] = timing[1][i - first:]
+            busy[i:] = compute[i:] + stall[i:]
+            np.divide(energy[i:], busy[i:, None], out=power[i:], where=busy[i:, None] > 0)
+            dt, drawn, iteration = steps(package.clock, np.zeros(count - i), busy[i:], power[i:], others)
+            taken = package.run(dt, drawn, stop=True)
+            last = iteration[taken - 1]
+            rest = taken + int(np.count_nonzero(iteration[taken:] == last))
+            package.run(dt[taken:rest], drawn[taken:rest])
+            i += int(last) + 1
+        waited = n_demand.sum(axis=1)
+        in_time = wasted = np.zeros(count)
+        if late is not None:
+            in_time = (useful * ~late).sum(axis=1)
+            waited = waited + (n_ahead * late).sum(axis=1)
+            wasted = n_ahead.sum(axis=1) - useful.sum(axis=1)
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
         return Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
                      kv_programmed, np.divide(moved, busy * tier.tier.bandwidth, out=np.zeros(count), where=busy > 0),
-                     rate, media)
+                     rate, ahead, demand, overlap)
 
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media

@@ -100,7 +100,7 @@ class Block:
     counts: np.ndarray           # ACCESS counts
     fill: np.ndarray             # bytes read from the media into HBM frames
     programmed: np.ndarray       # KV bytes programmed
-    media_load: np.ndarray       # fraction of the tier's bandwidth asked for while busy
+    media_load: np.ndarray       # fraction of the tier's bandwidth it asks for alone (with several ports)
     rate: np.ndarray             # the package's service rate at its start
     ahead: np.ndarray | None     # per layer: bytes prefetched (None: no prefetch), bytes waited for, the compute
     demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`)
@@ -271,9 +271,10 @@ class HBFTier:
                 if last != block.ends[-1]:             # re-priced by its server
                     busy = busy.copy()
                     busy[-1] = last - block.starts[-1] - block.waits[-1]
-                until = now if now < math.inf else max([last, *(o[1] for o in others)])
-                dt, power, _ = steps(float(block.starts[0]), block.waits, busy, block.power, others, until)
+                dt, power, _ = steps(float(block.starts[0]), block.waits, busy, block.power, others, now)
                 self.package.run(dt, power)
+                if now == math.inf:     # the other ports' iterations still in progress, to their ends
+                    self.advance(max([last, *(o[1] for o in others)]))
         port.counts += block.counts.sum(axis=0)
         if done < count and port.server is not None:
             port.server.interrupt()      # its server must not run iterations the tier dropped
@@ -563,12 +564,14 @@ class HBFPort:
             # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
             overlap = self._after_first * (compute / layers)[:, None]
             late = np.empty((count, layers), dtype=bool)
-        share, others = np.ones(count), self._media_loads(now)
-        if others:      # the media reads of the other ports' iterations in progress take their share
+        # What each iteration asks of the tier's bandwidth alone (what the other ports' iterations see), and the
+        # share it obtains against theirs in progress now.
+        load, share = np.zeros(count), np.ones(count)
+        if len(tier.ports) > 1:
             alone = compute + tier.media_times(np.full(count, tier.tier.bandwidth), ahead, demand, overlap,
                                                kv_programmed)[0]
-            share = self._media_share(np.divide(moved, alone * tier.tier.bandwidth, out=np.zeros(count),
-                                                where=alone > 0), others)
+            np.divide(moved, alone * tier.tier.bandwidth, out=load, where=alone > 0)
+            share = self._media_share(load, self._media_loads(now))
         others = tier.others(self, now)
         i, used = 0, None
         while i < count:
@@ -598,8 +601,7 @@ class HBFPort:
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
         return Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
-                     kv_programmed, np.divide(moved, busy * tier.tier.bandwidth, out=np.zeros(count), where=busy > 0),
-                     rate, ahead, demand, overlap)
+                     kv_programmed, load, rate, ahead, demand, overlap)
 
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media

@@ -454,7 +454,8 @@ class HBFPort:
                                                                                                    tokens):
             # The same block again at another HBM share (alone, then beside a co-runner): its accesses stand.
             tier.pending = None
-            tier.package.restore(again.before[0])
+            if again.ran:
+                tier.package.restore(again.before[0])
             before, replay = again.before, again.replay
         else:
             tier.settle(now, self)
@@ -500,8 +501,11 @@ class HBFPort:
         its media stall at the new HBF share (its accesses stand). The server ends the block with it."""
         block, now = self.block, self.tier.loop.now
         index = int(np.searchsorted(block.starts, now, side="right")) - 1
-        block.keep(index + 1)
+        if index + 1 < len(block.starts):
+            block.keep(index + 1)
         base = self.base.cost(work, bandwidth_scale, loads, share)
+        if not block.ran:           # nothing through the media: the base cost itself
+            return base
         stall = float(block.stall[index])
         load = float(block.media_load[index])
         if load > 0:

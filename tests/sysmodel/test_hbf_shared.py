@@ -5,6 +5,7 @@ two-layer model, then whole runs: an infinitely fast HBF gives the HBM-only resu
 drawing a resident block's routing when it is settled changes nothing."""
 import json
 import math
+import time
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
 
@@ -183,3 +184,16 @@ def test_a_kv_cache_in_hbf_is_still_refused_for_duopd(tmp_path, capsys) -> None:
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "KV cache in HBF" in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
+    """Speed guard (docs/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
+    Both run here, one after the other, so load on the machine scales both; measured 1.8x."""
+    def cpu(memory: str) -> float:
+        config = SimulationConfig("duopd", "Qwen3-30B-A3B", PoissonArrivals(20, 200, 1024, 128, 0.1, 0),
+                                  PAPER_HARDWARE, memory=memory)
+        simulate(config)
+        started = time.process_time()
+        simulate(config)
+        return time.process_time() - started
+    assert cpu("C") < 2.5 * cpu(Layout("C's HBM", hbm_stacks=1))

@@ -374,8 +374,8 @@ def item8(scale: Scale, out: Path) -> list[Claim]:
                   f"{a['tpot_p50_ms']:.3f} / {b['tpot_p50_ms']:.3f} / {c['tpot_p50_ms']:.3f} ms; "
                   f"{c['decode_hit_rate']:.1%}",
                   "the first prompt reads every local expert (768 x 9.4 MB = 6.75 GiB per GPU) into the 8 GiB frame "
-                  "cache, so the PNMs' decode reads hit; TPOT grows as the HBM stacks per GPU, and with them the PNMs that "
-                  "decode, fall from 6 to 3 to 1"),
+                  "cache, so the PNMs' decode reads hit; TPOT grows as the HBM stacks per GPU, and with them the PNMs "
+                  "that decode, fall from 6 to 3 to 1"),
             Claim("8", "DuoPD, Qwen3-235B-A22B on C vs A: TPOT p50; decode frame-cache hits and media reads",
                   "(not in the seed)",
                   f"{big_c['tpot_p50_ms']:.1f} vs {big_a['tpot_p50_ms']:.2f} ms; {big_c['decode_hit_rate']:.1%}, "

@@ -231,7 +231,8 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
     knows them by, `powers` what each draws on the package."""
     loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
     tier = _tier(setting, built, shard)
-    prefill, decode = (_executor(tier, base, role, power) for base, role, power in zip((prefill, decode), roles, powers))
+    prefill, decode = (_executor(tier, base, role, power)
+                       for base, role, power in zip((prefill, decode), roles, powers))
     decoder = _attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
                                            max_batch=setting.max_batch, finished=built.finished.append,
                                            kv_reserved=True))

@@ -26,7 +26,7 @@ keeps the block's iterations that started by then: the frame cache and routing a
 the package is run again from the block's start through them and the other servers' iterations in progress.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

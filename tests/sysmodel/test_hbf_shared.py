@@ -6,7 +6,7 @@ drawing a resident block's routing when it is settled changes nothing."""
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,7 +18,6 @@ from sysmodel.execution import Cost
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.hbf import media
 from sysmodel.hbf.layout import Layout
-from sysmodel.hbf.media import PAGE_BYTES
 from sysmodel.hbf.service import HBFOptions, HBFTier, PortPower
 from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM

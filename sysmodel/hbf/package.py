@@ -28,7 +28,10 @@ class Refresh:
 
 
 class Package:
-    """The dies of one package; `rate` is the HBF service rate now (bandwidth x throttle x what refresh leaves)."""
+    """The dies of one package; `rate` is the HBF service rate now (bandwidth x throttle x what refresh leaves).
+
+    Steps run without `stop` are queued and integrated when anything reads the state (`rate`, `step`, `snapshot`,
+    `trace`, `flush`): a run in which nothing reads it until the end is integrated in one pass."""
 
     def __init__(self, rc: PackageRC, ambient_c: float, retention: Retention, refresh: Refresh,
                  bandwidth: float) -> None:
@@ -36,17 +39,49 @@ class Package:
         self.refresh, self.bandwidth = refresh, bandwidth
         self.refresh_share = 0.0        # of the channels, taken by the last step's refresh
         self.refresh_heat_j = 0.0       # the last step's refresh energy, released in the next step
-        self.clock = 0.0
+        self.clock = 0.0                # the time it has been run to (queued steps included)
         self.residency = [0.0] * len(STATES)
         self.counters = dict.fromkeys(REFRESH, 0.0)
-        self.trace: list[tuple[float, float, float, float, int]] = []   # (s, GPU, HBM, HBF C, state) per step
+        self._time = 0.0                # the time it has been integrated to
+        self._trace: list[tuple[float, float, float, float, int]] = []   # (s, GPU, HBM, HBF C, state) per step
+        self._queue: list[tuple[np.ndarray, np.ndarray]] = []
 
     @property
     def rate(self) -> float:
+        self.flush()
         return self.bandwidth * self.throttle.service * (1.0 - self.refresh_share)
 
+    @property
+    def trace(self) -> list[tuple[float, float, float, float, int]]:
+        self.flush()
+        return self._trace
+
     def step(self, dt: float, power) -> None:
-        """Hold `power` (W: GPU, HBM, HBF dies) for dt: heat, throttle, age, refresh."""
+        """Hold `power` (W: GPU, HBM, HBF dies) for dt."""
+        self.flush()
+        self._step(dt, power)
+        self.clock = self._time
+
+    def run(self, dt: np.ndarray, power: np.ndarray, stop: bool = False) -> int:
+        """Take the steps `dt` (s) at `power` (one row of W per step) in order; with `stop`, now, returning after
+        the first step that changes `rate`. Returns the number of steps taken."""
+        if not stop:
+            if len(dt):
+                self._queue.append((dt, power))
+                self.clock += float(np.sum(dt))
+            return len(dt)
+        self.flush()
+        taken = self._integrate(dt, power, stop)
+        self.clock = self._time
+        return taken
+
+    def flush(self) -> None:
+        if self._queue:
+            queue, self._queue = self._queue, []
+            self._integrate(np.concatenate([dt for dt, _ in queue]), np.concatenate([power for _, power in queue]))
+
+    def _step(self, dt: float, power) -> None:
+        """Heat, throttle, age, refresh."""
         if self.refresh_heat_j and dt > 0:
             power = (power[0], power[1], power[2] + self.refresh_heat_j / dt)
             self.refresh_heat_j = 0.0
@@ -54,7 +89,7 @@ class Package:
         temps = self.thermal.step(dt, power)
         self.residency[state] += dt
         self.throttle.update(float(temps[2]))
-        self.clock += dt
+        self._time += dt
         refreshed = self.retention.advance(dt, float(temps[2]))
         if refreshed:
             r, c = self.refresh, self.counters
@@ -68,21 +103,19 @@ class Package:
             self.refresh_heat_j = nbytes * r.energy_per_byte
         else:
             self.refresh_share = 0.0
-        self.trace.append((self.clock, *map(float, temps), self.throttle.state))
+        self._trace.append((self._time, *map(float, temps), self.throttle.state))
 
-    def run(self, dt: np.ndarray, power: np.ndarray, stop: bool = False) -> int:
-        """Take the steps `dt` (s) at `power` (one row of W per step) in order; with `stop`, return after the
-        first step that changes `rate`. Returns the number of steps taken."""
+    def _integrate(self, dt: np.ndarray, power: np.ndarray, stop: bool = False) -> int:
         count, i = len(dt), 0
         while i < count:
             if count - i > SCALAR_STEPS and not (self.refresh_heat_j or self.refresh_share):
                 i += self._calm(dt[i:], power[i:])
                 if i == count:
                     break
-            before = self.rate
-            self.step(float(dt[i]), power[i])
+            before = self.throttle.service, self.refresh_share
+            self._step(float(dt[i]), power[i])
             i += 1
-            if stop and self.rate != before:
+            if stop and (self.throttle.service, self.refresh_share) != before:
                 return i
         return count
 
@@ -92,21 +125,23 @@ class Package:
         calm = self.throttle.first_change(temps[:, 2])
         calm = self.retention.age(dt[:calm], temps[:calm, 2])
         if calm:
-            clocks = self.clock + np.cumsum(dt[:calm])
+            clocks = self._time + np.cumsum(dt[:calm])
             self.thermal.temps = temps[calm - 1].copy()
             self.residency[self.throttle.state] += float(dt[:calm].sum())
-            self.trace.extend(zip(clocks.tolist(), *temps[:calm].T.tolist(), [self.throttle.state] * calm))
-            self.clock = float(clocks[-1])
+            self._trace.extend(zip(clocks.tolist(), *temps[:calm].T.tolist(), [self.throttle.state] * calm))
+            self._time = float(clocks[-1])
         return calm
 
     def snapshot(self) -> tuple:
+        self.flush()
         return (self.thermal.temps.copy(), self.throttle.state, self.retention.aging, self.retention.refreshed,
-                self.refresh_share, self.refresh_heat_j, self.clock, list(self.residency), dict(self.counters),
-                len(self.trace))
+                self.refresh_share, self.refresh_heat_j, self._time, list(self.residency), dict(self.counters),
+                len(self._trace))
 
     def restore(self, state: tuple) -> None:
         (self.thermal.temps, self.throttle.state, aging, refreshed, self.refresh_share, self.refresh_heat_j,
-         self.clock, residency, counters, trace) = state
+         self._time, residency, counters, trace) = state
         self.retention.restore(aging, refreshed)
         self.residency, self.counters = list(residency), dict(counters)
-        del self.trace[trace:]
+        self.clock, self._queue = self._time, []
+        del self._trace[trace:]

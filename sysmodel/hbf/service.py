@@ -105,10 +105,10 @@ class Block:
     ahead: np.ndarray | None     # per layer: bytes prefetched (None: no prefetch), bytes waited for, the compute
     demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`)
     overlap: np.ndarray | None
-    before: tuple = ()           # package snapshot, frame cache, router, the port's previous demand, KV frames
+    before: tuple = ()           # frame cache, router, the port's previous demand, KV frames
+    snapshot: tuple | None = None    # the package before it, when it was run through it as priced
     replay: tuple = ()           # tokens, touched and demanded objects, KV frames after each iteration; the
     #                              objects and KV bytes it priced (`HBFTier.objects`, `HBFPort._kv_iteration`)
-    ran: bool = True             # the package was run through it when priced (`settle` runs it otherwise)
 
     def keep(self, count: int) -> None:
         for name in PER_ITERATION:
@@ -221,7 +221,7 @@ class HBFTier:
     def cool(self, port: "HBFPort") -> float:
         """Severe and Shutdown serve nothing: a port with media reads waits while the package cools."""
         package, waited = self.package, 0.0
-        while package.throttle.service == 0.0:
+        while package.rate == 0.0:
             drawn = sum((o[2] for o in self.others(port, package.clock) if o[0] <= package.clock), np.zeros(3))
             package.step(COOL_STEP_S, drawn)
             waited += COOL_STEP_S
@@ -240,7 +240,7 @@ class HBFTier:
         done = int(np.searchsorted(block.starts, now, side="left"))
         if not done and count and asking is not port and block.starts[0] == now:
             done = 1
-        package, lru, router, previous, kv = block.before
+        lru, router, previous, kv = block.before
         tokens, touched, demand, kv_states = block.replay[:4]
         priced = len(tokens)        # the server may have cut the block since (`_reprice`)
         if touched is None and done:       # priced while resident: every access hits, drawn for what ran
@@ -262,9 +262,10 @@ class HBFTier:
         last = port.end(done - 1) if done else 0.0
         if done < count:
             block.keep(done)
-        if len(self.ports) > 1 or done < priced or not block.ran:    # alone and whole, it ran as priced
-            if block.ran:           # (otherwise the package is as it was before the block)
-                self.package.restore(package)
+        ran = block.snapshot is not None
+        if len(self.ports) > 1 or done < priced or not ran:     # alone and whole, it ran as priced
+            if ran:                 # (otherwise the package is as it was before the block)
+                self.package.restore(block.snapshot)
             if done:
                 others = self.others(port, float(block.starts[0]))
                 busy = block.busy
@@ -275,6 +276,8 @@ class HBFTier:
                 self.package.run(dt, power)
                 if now == math.inf:     # the other ports' iterations still in progress, to their ends
                     self.advance(max([last, *(o[1] for o in others)]))
+        if now == math.inf:
+            self.package.flush()
         port.counts += block.counts.sum(axis=0)
         if done < count and port.server is not None:
             port.server.interrupt()      # its server must not run iterations the tier dropped
@@ -351,6 +354,7 @@ class HBFTier:
     def summary(self) -> dict:
         """Per-GPU package figures (traffic x tp for the instance); with several servers, theirs apart too."""
         tp, package = self.shard.tp, self.package
+        package.flush()
         c = dict(zip(ACCESS, sum(port.counts for port in self.ports).tolist()))
         hbf_blocks = self.layers * self.slots * self.blocks_per_object
         kv = dict.fromkeys(KV_COUNTS, 0)
@@ -454,14 +458,14 @@ class HBFPort:
                                                                                                    tokens):
             # The same block again at another HBM share (alone, then beside a co-runner): its accesses stand.
             tier.pending = None
-            if again.ran:
-                tier.package.restore(again.before[0])
+            if again.snapshot is not None:
+                tier.package.restore(again.snapshot)
             before, replay = again.before, again.replay
         else:
             tier.settle(now, self)
             tier.advance(now)
-            before = (tier.package.snapshot(), tier.lru.state(), tier.router.state() if tier.router else None,
-                      self.previous, self.kv.snapshot() if self.kv else None)
+            before = (tier.lru.state(), tier.router.state() if tier.router else None, self.previous,
+                      self.kv.snapshot() if self.kv else None)
             kv = np.zeros((count, 2))
             if self.kv is None and tier.resident:
                 # Every access will hit whatever the routing: the block's timing does not depend on it, so its
@@ -469,7 +473,7 @@ class HBFPort:
                 replay = (tokens, None, None, None, None, kv)
             else:
                 touched, demand, objects = tier.objects(self, tokens)
-                kv_states = [before[4]] if self.kv else None
+                kv_states = [before[3]] if self.kv else None
                 if self.kv is not None:
                     for i in range(count):
                         kv[i] = self._kv_iteration(i)
@@ -481,7 +485,7 @@ class HBFPort:
         seconds = block.waits + block.busy
         block.ends = now + np.cumsum(seconds)          # as the server counts them
         block.starts = np.concatenate(([now], block.ends[:-1]))
-        if not block.ran:           # nothing through the media: the base cost itself
+        if block.snapshot is None:  # nothing through the media: the base cost itself
             return base
         return self._cost(base, seconds, block.fill, count == 1 and not isinstance(base.seconds, np.ndarray))
 
@@ -504,7 +508,7 @@ class HBFPort:
         if index + 1 < len(block.starts):
             block.keep(index + 1)
         base = self.base.cost(work, bandwidth_scale, loads, share)
-        if not block.ran:           # nothing through the media: the base cost itself
+        if block.snapshot is None:  # nothing through the media: the base cost itself
             return base
         stall = float(block.stall[index])
         load = float(block.media_load[index])
@@ -553,9 +557,9 @@ class HBFPort:
             if objects is not None:
                 counts[:, 0], counts[:, 1] = objects[4], objects[5]
             return Block(self, waits, waits, waits, compute, waits, power, counts, fill, kv_programmed, waits,
-                         np.broadcast_to(package.rate, (count,)), None, np.broadcast_to(0.0, (count, layers)), None,
-                         ran=False)
+                         waits, None, np.broadcast_to(0.0, (count, layers)), None)
         n_ahead, n_demand, useful, fetched, accesses, hits = objects
+        snapshot = package.snapshot()
         energy[:, 2] += fill * tier.tier.energy_per_byte + kv_programmed * tier.stack.program_energy_per_byte
         busy, stall, rate = np.empty(count), np.empty(count), np.empty(count)
         # A layer's KV blocks are known before it runs: prefetched like dense weights when prefetch is on.
@@ -605,7 +609,7 @@ class HBFPort:
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
         return Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
-                     kv_programmed, load, rate, ahead, demand, overlap)
+                     kv_programmed, load, rate, ahead, demand, overlap, snapshot=snapshot)
 
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media

@@ -105,7 +105,7 @@ class Block:
     ahead: np.ndarray | None     # per layer: bytes prefetched (None: no prefetch), bytes waited for, the compute
     demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`)
     overlap: np.ndarray | None
-    before: tuple = ()           # frame cache, router, the port's previous demand, KV frames
+    before: tuple = ()           # frame cache, router, the port's previous demand, KV frames (to roll back)
     snapshot: tuple | None = None    # the package before it, when it was run through it as priced
     replay: tuple = ()           # tokens, touched and demanded objects, KV frames after each iteration; the
     #                              objects and KV bytes it priced (`HBFTier.objects`, `HBFPort._kv_iteration`)
@@ -240,7 +240,6 @@ class HBFTier:
         done = int(np.searchsorted(block.starts, now, side="left"))
         if not done and count and asking is not port and block.starts[0] == now:
             done = 1
-        lru, router, previous, kv = block.before
         tokens, touched, demand, kv_states = block.replay[:4]
         priced = len(tokens)        # the server may have cut the block since (`_reprice`)
         if touched is None and done:       # priced while resident: every access hits, drawn for what ran
@@ -249,6 +248,7 @@ class HBFTier:
             block.counts[:done, ACCESS.index("accesses")] = block.counts[:done, ACCESS.index("hits")] = \
                 np.count_nonzero(demand.reshape(done, -1), axis=1)
         elif touched is not None and done < priced:
+            lru, router, previous, _ = block.before
             self.lru.restore(lru)
             if self.router is not None:
                 self.router.restore(router)
@@ -464,14 +464,14 @@ class HBFPort:
         else:
             tier.settle(now, self)
             tier.advance(now)
-            before = (tier.lru.state(), tier.router.state() if tier.router else None, self.previous,
-                      self.kv.snapshot() if self.kv else None)
             kv = np.zeros((count, 2))
             if self.kv is None and tier.resident:
                 # Every access will hit whatever the routing: the block's timing does not depend on it, so its
-                # accesses are drawn when it is settled, for the iterations that ran.
-                replay = (tokens, None, None, None, None, kv)
+                # accesses are drawn when it is settled, for the iterations that ran (nothing to roll back).
+                before, replay = (), (tokens, None, None, None, None, kv)
             else:
+                before = (tier.lru.state(), tier.router.state() if tier.router else None, self.previous,
+                          self.kv.snapshot() if self.kv else None)
                 touched, demand, objects = tier.objects(self, tokens)
                 kv_states = [before[3]] if self.kv else None
                 if self.kv is not None:

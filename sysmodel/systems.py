@@ -9,7 +9,8 @@
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
 
 Quantized weights (`Setting.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
-take; the DQB adds its power to the GPUs'.
+take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`) gives each
+instance's package one `HBFTier`, and every server on it an executor that reads through it (`_executor`).
 """
 from collections import deque
 from collections.abc import Callable

@@ -485,6 +485,7 @@ class HBFPort:
         seconds = block.waits + block.busy
         block.ends = now + np.cumsum(seconds)          # as the server counts them
         block.starts = np.concatenate(([now], block.ends[:-1]))
+        self._cut_where_shares_change(block, now)
         if block.snapshot is None:  # nothing through the media: the base cost itself
             return base
         return self._cost(base, seconds, block.fill, count == 1 and not isinstance(base.seconds, np.ndarray))
@@ -519,6 +520,25 @@ class HBFPort:
                 block.ahead, block.demand, block.overlap)), block.programmed[one])[0][0])
         seconds = np.array([base.seconds + stall + float(block.waits[index])])
         return self._cost(base, seconds, block.fill[index:index + 1], True)
+
+    def _cut_where_shares_change(self, block: Block, now: float) -> None:
+        """The other ports' iterations in progress were re-priced for this block's first iteration (their
+        servers do it when this one starts); when a later iteration of the block changes the media share they
+        obtain, the block ends before it, so that they are re-priced there, as with one iteration per block."""
+        others = self._media_loads(now)
+        if not others or len(block.starts) < 2 or self.server is None:
+            return
+        granted = self.tier.tier.sharing.grant({**others, self.role: block.media_load})
+        changes = np.zeros(len(block.starts), dtype=bool)
+        for role in others:
+            share = np.broadcast_to(granted[role], changes.shape)
+            changes |= share != share[0]
+        if changes.any():
+            self.tier.loop.at(float(block.starts[int(np.argmax(changes))]), lambda: self._cut(block))
+
+    def _cut(self, block: Block) -> None:
+        if self.block is block and self.server.busy:
+            self.server.interrupt()
 
     def _media_loads(self, now: float) -> dict[str, float]:
         """The other ports' media loads now (those reading the media)."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from basedie.cli import main
+from sysmodel import servers
 from sysmodel.engine import EventLoop
 from sysmodel.execution import Cost
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
@@ -144,6 +145,30 @@ def test_an_infinitely_fast_hbf_gives_the_hbm_only_result(tmp_path, monkeypatch,
     assert servers[prefill]["hbf_media_read_bytes"] == fills
     energy = hbf.summary["energy_j"]["total"] - hbm.summary["energy_j"]["total"]
     assert energy == pytest.approx(fills * PAPER_HARDWARE.gpu.stack.energy_per_byte, rel=1e-6)
+
+
+@pytest.mark.parametrize("system, model, prefetch", [
+    ("duopd", "Qwen3-30B-A3B", "none"),                 # resident: one prompt fills the frame cache
+    ("duopd", "Qwen3-235B-A22B", "moe-speculative"),    # thrashing: both servers read the media
+    ("sm-5:5", "Qwen3-235B-A22B", "moe-speculative"),   # ... and share it (their loads add up to over 1)
+])
+def test_blocks_of_iterations_give_what_one_iteration_at_a_time_gives(monkeypatch, system, model, prefetch) -> None:
+    """Decode blocks cut to one iteration each: every iteration is then priced, settled and re-prices its
+    co-runner on its own. Token times must agree to the servers' block tolerance (1e-6: DuoPD's MMU shares are
+    re-priced at block boundaries) and the tier's counts exactly."""
+    def run():
+        return simulate(SimulationConfig(system, model, PoissonArrivals(20, 20, 1024, 32, 0.1, 3), PAPER_HARDWARE,
+                                         memory="C", hbf=HBFOptions(prefetch=prefetch)))
+    blocks = run()
+    whole = servers.decode_work
+    monkeypatch.setattr(servers, "decode_work", lambda sequences, context: whole(sequences, np.asarray(context)[:1]))
+    single = run()
+    for ours, theirs in zip(blocks.requests, single.requests):
+        assert ours.token_times == pytest.approx(theirs.token_times, rel=1e-6)
+    keys = ("accesses", "frame_cache_hits", "media_page_reads", "media_page_reads_waited")
+    assert [blocks.summary["hbf"][k] for k in keys] == [single.summary["hbf"][k] for k in keys]
+    assert blocks.summary["hbf"]["max_temperature_c"] == pytest.approx(single.summary["hbf"]["max_temperature_c"],
+                                                                       abs=1e-5)
 
 
 def test_runs_repeat_exactly() -> None:

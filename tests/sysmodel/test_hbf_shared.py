@@ -175,6 +175,10 @@ def test_runs_repeat_exactly() -> None:
     first, second = (_run("duopd", "C", prefetch="moe-speculative", routing_skew=1.0) for _ in range(2))
     assert json.dumps(first.summary) == json.dumps(second.summary) and first.rows == second.rows
     assert first.temperatures == second.temperatures
+    # The package ran once through the run, to the last token (not once per server).
+    end = max(r.finish for r in first.requests)
+    assert sum(first.summary["hbf"]["throttle_residency_s"].values()) == pytest.approx(end, rel=1e-12)
+    assert first.temperatures[-1][0] == pytest.approx(end, rel=1e-12)
 
 
 @pytest.mark.parametrize("system", ["duopd", "sm-5:5"])

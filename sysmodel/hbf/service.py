@@ -17,7 +17,7 @@ One timeline for all the servers of a package (DuoPD's GPU prefill and PNM decod
 - an iteration's media rate is the package's at its start (throttle, refresh) times the share of the tier's
   bandwidth its media load obtains, by the tier's `Sharing`, against the iterations in progress on the other
   servers; when one of them starts or stops, the iteration in progress is re-priced with its new share, as
-  the servers already do for HBM.
+  the servers already do for HBM (and a block ends before an iteration that would change the others' shares).
 
 The servers price a block of iterations at once and may cut it short; every start or stop of one server cuts
 the others' blocks at the iteration in progress (`SharedMemory`), so only the block priced last runs ahead of

@@ -237,7 +237,8 @@ class HBFTier:
         if block is None:
             return
         port, count = block.port, len(block.starts)
-        done = int(np.searchsorted(block.starts, now, side="left"))
+        # (never more than its server ran: it may have cut the block when a request arrived)
+        done = min(int(np.searchsorted(block.starts, now, side="left")), len(port._ends()))
         if not done and count and asking is not port and block.starts[0] == now:
             done = 1
         tokens, touched, demand, kv_states = block.replay[:4]
@@ -418,20 +419,21 @@ class HBFPort:
         self._after_first = np.concatenate(([0.0], np.ones(tier.layers - 1)))
 
     # ----- where this port is on the timeline -------------------------------------------------------------
+    def _ends(self) -> np.ndarray:
+        """When the iterations of the port's block end, as its server runs them (it may have re-priced the one
+        in progress, and cut the block short when a request arrived)."""
+        return self.server.ends if self.server is not None else self.block.ends
+
     def end(self, index: int) -> float:
-        """When iteration `index` of the port's block ends: the next one's start, or the server's (which may
-        have re-priced it)."""
-        block = self.block
-        if index + 1 < len(block.starts):
-            return float(block.starts[index + 1])
-        return float((self.server.ends if self.server is not None else block.ends)[index])
+        return float(self._ends()[index])
 
     def current(self, now: float) -> int | None:
         """The iteration of the port's block in progress at `now`, if any."""
         if self.block is None or not len(self.block.starts):
             return None
         index = int(np.searchsorted(self.block.starts, now, side="right")) - 1
-        return index if index >= 0 and self.end(index) > now else None
+        ends = self._ends()
+        return index if 0 <= index < len(ends) and ends[index] > now else None
 
     def segment(self, now: float) -> tuple[float, float, np.ndarray] | None:
         index = self.current(now)

@@ -24,7 +24,7 @@ from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
 from sysmodel.simulate import SimulationConfig, simulate
-from sysmodel.workload import PoissonArrivals
+from sysmodel.workload import FixedBatch, PoissonArrivals
 
 # Two layers of 33,554,432 B (attention 4 x 1024 x 1024 + a SwiGLU MLP 3 x 1024 x 4096, FP16): one HBF object
 # each (a dense model's layer), 8,192 pages.
@@ -169,6 +169,19 @@ def test_blocks_of_iterations_give_what_one_iteration_at_a_time_gives(monkeypatc
     assert [blocks.summary["hbf"][k] for k in keys] == [single.summary["hbf"][k] for k in keys]
     assert blocks.summary["hbf"]["max_temperature_c"] == pytest.approx(single.summary["hbf"]["max_temperature_c"],
                                                                        abs=1e-5)
+
+
+def test_a_block_cut_by_an_arriving_request_ends_at_its_cut() -> None:
+    """A decode block cut short when a request could join (not re-priced, so the tier's copy still lists the
+    iterations after the cut) while prefill reads the media and asks for the decode server's media load at the
+    cut: the decode server is idle from the cut on. Found by a randomised search; the run must finish, with the
+    package run once to the last token and the servers' accesses adding up."""
+    result = simulate(SimulationConfig("sm-9:1", "Qwen3-30B-A3B", FixedBatch(12, 512, 16), PAPER_HARDWARE, memory="B",
+                                       hbf=HBFOptions(grade=2, frame_cache_gib=0.0, prefetch="next-layer",
+                                                      routing_skew=2.0)))
+    hbf, end = result.summary["hbf"], max(r.finish for r in result.requests)
+    assert sum(hbf["throttle_residency_s"].values()) == pytest.approx(end, rel=1e-12)
+    assert hbf["accesses"] == sum(s["accesses"] for s in hbf["servers"].values()) > 0
 
 
 def test_runs_repeat_exactly() -> None:

@@ -17,7 +17,8 @@ One timeline for all the servers of a package (DuoPD's GPU prefill and PNM decod
 - an iteration's media rate is the package's at its start (throttle, refresh) times the share of the tier's
   bandwidth its media load obtains, by the tier's `Sharing`, against the iterations in progress on the other
   servers; when one of them starts or stops, the iteration in progress is re-priced with its new share, as
-  the servers already do for HBM (and a block ends before an iteration that would change the others' shares).
+  the servers already do for HBM (and a block ends before an iteration whose media traffic would change the
+  others' shares).
 
 The servers price a block of iterations at once and may cut it short; every start or stop of one server cuts
 the others' blocks at the iteration in progress (`SharedMemory`), so only the block priced last runs ahead of
@@ -487,7 +488,7 @@ class HBFPort:
         seconds = block.waits + block.busy
         block.ends = now + np.cumsum(seconds)          # as the server counts them
         block.starts = np.concatenate(([now], block.ends[:-1]))
-        self._cut_where_shares_change(block, now)
+        self._cut_where_traffic_changes(block)
         if block.snapshot is None:  # nothing through the media: the base cost itself
             return base
         return self._cost(base, seconds, block.fill, count == 1 and not isinstance(base.seconds, np.ndarray))
@@ -523,20 +524,20 @@ class HBFPort:
         seconds = np.array([base.seconds + stall + float(block.waits[index])])
         return self._cost(base, seconds, block.fill[index:index + 1], True)
 
-    def _cut_where_shares_change(self, block: Block, now: float) -> None:
-        """The other ports' iterations in progress were re-priced for this block's first iteration (their
-        servers do it when this one starts); when a later iteration of the block changes the media share they
-        obtain, the block ends before it, so that they are re-priced there, as with one iteration per block."""
-        others = self._media_loads(now)
-        if not others or len(block.starts) < 2 or self.server is None:
+    def _cut_where_traffic_changes(self, block: Block) -> None:
+        """The other servers' iterations in progress are re-priced, for their HBM and HBF shares, against this
+        block's first iteration (their servers do it when this one starts). A later iteration whose media
+        traffic differs (other bytes through the media and HBM frames, or another load on the media) would
+        change those shares: the block ends before it, so that they are re-priced there, as with one iteration
+        per block. (Without media traffic a block's iterations differ as without HBF, and the servers' own
+        block rule holds.)"""
+        if len(block.starts) < 2 or self.server is None or not any(
+                port.server is not None and port.server.busy for port in self.tier.ports if port is not self):
             return
-        granted = self.tier.tier.sharing.grant({**others, self.role: block.media_load})
-        changes = np.zeros(len(block.starts), dtype=bool)
-        for role in others:
-            share = np.broadcast_to(granted[role], changes.shape)
-            changes |= share != share[0]
+        moved = block.fill + block.programmed
+        changes = (moved[1:] != moved[0]) | (block.media_load[1:] != block.media_load[0])
         if changes.any():
-            self.tier.loop.at(float(block.starts[int(np.argmax(changes))]), lambda: self._cut(block))
+            self.tier.loop.at(float(block.starts[1 + int(np.argmax(changes))]), lambda: self._cut(block))
 
     def _cut(self, block: Block) -> None:
         if self.block is block and self.server.busy:

@@ -286,6 +286,10 @@ def _hbf_rows(h: dict) -> list[tuple[str, str]]:
         ("HBM frame fills", f"{h['hbm_frame_fill_bytes'] / 1e9:.2f} GB"),
         ("frame cache hits", f"{h['frame_cache_hit_rate']:.1%} of weight accesses "
                              f"({h['served_without_media_read_fraction']:.1%} without a media read)"),
+        *([("hits by server", ", ".join(f"{role} {f['frame_cache_hits'] / f['accesses']:.1%} of "
+                                         f"{f['accesses']:.0f} ({f['hbf_media_read_bytes'] / 1e9:.2f} GB from media)"
+                                         for role, f in h["servers"].items() if f["accesses"]))]
+          if "servers" in h else []),
         ("throttle residency", ", ".join(f"{k} {v / total:.1%}" for k, v in residency.items())),
         ("max temperature", ", ".join(f"{k} {v:.1f} C" for k, v in h["max_temperature_c"].items())),
         ("refresh / P/E", f"{h['hbf_refresh_read_bytes'] / 1e9:.3f} GB refreshed, "

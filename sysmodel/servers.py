@@ -135,6 +135,12 @@ class Server:
         if memory is not None:
             memory.users[role] = self
 
+    @property
+    def ends(self) -> np.ndarray:
+        """When each iteration of the current (or last) block ends: as priced, the one in progress as re-priced
+        when a co-runner started or stopped (the later ones are cut then)."""
+        return self._ends
+
     def _current(self) -> int:
         """Index of the iteration in progress."""
         return int(np.searchsorted(self._ends, self.loop.now, side="left"))

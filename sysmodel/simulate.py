@@ -148,7 +148,10 @@ def _hbf_summary(parts: list[dict]) -> dict:
             "throttle_residency_s": parts[0]["throttle_residency_s"],
             "max_temperature_c": {k: max(p["max_temperature_c"][k] for p in parts)
                                   for k in parts[0]["max_temperature_c"]},
-            "instances": len(parts)}
+            "instances": len(parts),
+            # Servers sharing one package's tier (duopd, sm-*): each one's traffic, summed over the instances.
+            **({"servers": {role: {key: sum(p["servers"][role][key] for p in parts) for key in figures}
+                            for role, figures in parts[0]["servers"].items()}} if "servers" in parts[0] else {})}
 
 
 def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:

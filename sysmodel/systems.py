@@ -9,7 +9,8 @@
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
 
 Quantized weights (`Setting.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
-take; the DQB adds its power to the GPUs'.
+take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`) gives each
+instance's package one `HBFTier`, and every server on it an executor that reads through it (`_executor`).
 """
 from collections import deque
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures
 from .hardware import Hardware
 from .hbf.layout import Layout
-from .hbf.service import HBFOptions, HBFService
+from .hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
 from .llm import LLM
 from .operators import Shard
 from .quantized import GemmModel, Quantization
@@ -160,7 +161,7 @@ class ServingSystem:
         self.accounts: list[Accounting] = []
         self.finished: list[Request] = []
         self.submit: Callable[[Request], None] = lambda request: None
-        self.hbf: list[HBFService] = []
+        self.hbf: list[HBFTier] = []
 
     def account(self, name: str, device: str, peak_flops: float, bandwidth: float, power_w: float,
                 hbm_energy_per_byte: float) -> Accounting:
@@ -177,9 +178,6 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
         spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
     layout = setting.layout
-    require(not _in_hbf(setting) or isinstance(spec, (Chunked, SingleGPU, Disaggregated)),
-            f"HBF is modelled for systems whose servers do not share a memory tier (chunked, gpu, pd-*), not "
-            f"{system} (docs/hbf.md, 'Systems')")
     require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
             or isinstance(spec, (Chunked, SingleGPU)),
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
@@ -190,31 +188,58 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     return built
 
 
-# HBF (issue 14): with anything in HBF, each GPU instance's executor runs behind a stateful `HBFService`.
+# HBF (issue 14): with anything in HBF, each GPU instance's package is a stateful `HBFTier`, and the executor of
+# every server on it runs behind its own port of that tier (one timeline for all of them).
 def _in_hbf(setting: Setting) -> bool:
     return setting.layout is not None and setting.layout.uses_hbf
 
 
-def _gpu_cost(setting: Setting, built: ServingSystem, shard: Shard) -> Callable:
-    """The iteration cost of GPUs holding `shard`, through the HBF tier when the layout puts anything there."""
-    gpu = gpu_execution(setting, shard)
+def _tier(setting: Setting, built: ServingSystem, shard: Shard) -> HBFTier | None:
     if not _in_hbf(setting):
-        return gpu.cost
-    service = HBFService(built.loop, gpu, setting.layout, setting.hbf, setting.shared_prefix_tokens)
-    built.hbf.append(service)
-    return service.cost
+        return None
+    tier = HBFTier(built.loop, shard, setting.layout, setting.hbf, setting.shared_prefix_tokens)
+    built.hbf.append(tier)
+    return tier
 
 
-def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill_cost, decode_cost,
+def _executor(tier: HBFTier | None, base, role: str, power: PortPower):
+    """`base` itself, or its port on the package's HBF tier."""
+    return base if tier is None else tier.port(base, role, power)
+
+
+def _attach(executor, server):
+    """A port learns whose iterations it prices (and whose KV it reads and writes); returns the server."""
+    if isinstance(executor, HBFPort):
+        executor.server = server
+    return server
+
+
+def _gpu_power(setting: Setting, share: float = 1.0) -> PortPower:
+    gpu = setting.hardware.gpu
+    return PortPower((gpu.power_w * share, 0.0, 0.0), gpu.stack.energy_per_byte)
+
+
+def _gpu_executor(setting: Setting, built: ServingSystem, shard: Shard):
+    """The executor of GPUs holding `shard`, through their own HBF tier when the layout puts anything there."""
+    return _executor(_tier(setting, built, shard), gpu_execution(setting, shard), "gpu", _gpu_power(setting))
+
+
+def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, prefill, decode,
                prefill_account: Accounting, decode_account: Accounting, shard: Shard,
-               roles: tuple[str, str] = ("prefill", "decode")) -> None:
-    """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy); `roles`
-    are the names the memory's `Sharing` knows them by."""
+               powers: tuple[PortPower, PortPower], roles: tuple[str, str] = ("prefill", "decode")) -> None:
+    """Prefill and decode servers on the same GPUs and stacks, sharing one KV pool (no handoff copy) and, with
+    HBF, one tier; `prefill` and `decode` are their executors; `roles` are the names the memory's `Sharing`
+    knows them by, `powers` what each draws on the package."""
     loop, kv = built.loop, kv_pool(setting, shard, f"{setting.hardware.gpus} GPUs")
-    decode = DecodeServer(loop, roles[1], decode_cost, decode_account, memory, kv=kv,
-                          max_batch=setting.max_batch, finished=built.finished.append, kv_reserved=True)
-    prefill = PrefillServer(loop, roles[0], prefill_cost, prefill_account, memory, kv=kv, handoff=decode.submit)
-    built.submit = prefill.submit
+    tier = _tier(setting, built, shard)
+    prefill, decode = (_executor(tier, base, role, power)
+                       for base, role, power in zip((prefill, decode), roles, powers))
+    decoder = _attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
+                                           max_batch=setting.max_batch, finished=built.finished.append,
+                                           kv_reserved=True))
+    prefiller = _attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
+                                               handoff=decoder.submit))
+    built.submit = prefiller.submit
 
 
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
@@ -228,15 +253,19 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth
+    # A PNM sits on an HBM stack's base die: its power heats the HBM dies, and it reads HBF data only from HBM
+    # frames (misses filled from the media like the GPU's).
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory.with_sharing(mmu)),
-        prefill_cost=gpu.cost,
-        decode_cost=pnm.cost,
+        prefill=gpu,
+        decode=pnm,
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
                                       hw.gpus * hw.gpu.power_w, e_hbm),
         decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
-        shard=shard, roles=("gpu", "pnm"))
+        shard=shard, roles=("gpu", "pnm"),
+        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * hw.pnm.power_w, 0.0),
+                                               e_hbm * (1 - hw.pnm_hbm_energy_saving))))
 
 
 def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> None:
@@ -250,13 +279,13 @@ def _sm_partition(spec: SMPartition, setting: Setting, built: ServingSystem) -> 
     e_hbm, memory, flops = hw.gpu.stack.energy_per_byte, hw.gpus * hw.gpu.memory.bandwidth, hw.gpus * hw.gpu.flops
     _colocated(
         setting, built, SharedMemory(hw.gpu.memory),     # max-min fair sharing by default
-        prefill_cost=prefill.cost,
-        decode_cost=decode.cost,
+        prefill=prefill,
+        decode=decode,
         prefill_account=built.account("prefill SMs", "gpu", flops * share, memory, hw.gpus * hw.gpu.power_w * share,
                                       e_hbm),
         decode_account=built.account("decode SMs", "gpu", flops * (1 - share), memory,
                                      hw.gpus * hw.gpu.power_w * (1 - share), e_hbm),
-        shard=shard)
+        shard=shard, powers=(_gpu_power(setting, share), _gpu_power(setting, 1 - share)))
 
 
 def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, gpus: int | None = None) -> None:
@@ -265,11 +294,10 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
     shard = Shard(setting.model, gpus)
     account = built.account("chunked prefill" if gpus > 1 else "GPU", "gpu", gpus * hw.gpu.flops,
                             gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
-    server = MixedServer(built.loop, "mixed", _gpu_cost(setting, built, shard), account,
-                         kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
-                         chunk_tokens=setting.chunk, finished=built.finished.append)
-    for service in built.hbf:
-        service.server = server          # whose sequences' KV the service reads and writes
+    executor = _gpu_executor(setting, built, shard)
+    server = _attach(executor, MixedServer(built.loop, "mixed", executor.cost, account,
+                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
+                                           chunk_tokens=setting.chunk, finished=built.finished.append))
     built.submit = server.submit
 
 
@@ -315,13 +343,14 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        decoders.append(DecodeServer(
-            loop, f"decode{index}", _gpu_cost(decode_setting, built, decode_shard),
+        executor = _gpu_executor(decode_setting, built, decode_shard)
+        decoders.append(_attach(executor, DecodeServer(
+            loop, f"decode{index}", executor.cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
                           spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
                           dhw.gpu.stack.energy_per_byte),
             kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
-            finished=built.finished.append))
+            finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)
     # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the
     # NVLink on one server and the slower of the two ends' network adapters between servers.
@@ -348,13 +377,14 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     prefillers = []
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
-        prefillers.append(PrefillServer(
-            loop, f"prefill{index}", _gpu_cost(setting, built, prefill_shard),
+        executor = _gpu_executor(setting, built, prefill_shard)
+        prefillers.append(_attach(executor, PrefillServer(
+            loop, f"prefill{index}", executor.cost,
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w,
                           hw.gpu.stack.energy_per_byte),
             kv=pool, handoff=lambda request, pool=pool, server=prefill_servers[index]: handoff(request, pool, server),
-            queue=queue))
+            queue=queue)))
 
     def submit(request: Request) -> None:
         for decoder in decoders:

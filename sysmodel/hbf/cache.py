@@ -65,6 +65,7 @@ class LayerLRU:
         self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
         self.previous_layers = np.zeros(layers, dtype=np.int64)   # ... how many objects of each layer
         self.previous_count = 0
+        self.seen = np.zeros(layers * slots, dtype=bool)          # touched at least once
         self.touched_per_layer = np.zeros((0, layers), dtype=np.int64)
 
         self._order: np.ndarray | None = np.arange(layers * slots)
@@ -94,46 +95,59 @@ class LayerLRU:
 
     def state(self) -> tuple:
         return (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,  # never modified
-                self.previous_count)
+                self.previous_count, self.seen)
 
     def restore(self, state: tuple) -> None:
         (self._last, self._unapplied, self.iteration, self.previous, self.previous_layers,
-         self.previous_count) = state
+         self.previous_count, self.seen) = state
         self._order = None
 
     def access_block(self, masks: np.ndarray) -> np.ndarray:
         """Touch the objects of several consecutive iterations (iterations x layers x slots); returns which
-        hit. When every iteration follows one that touched at least `capacity` objects, only objects the
-        previous iteration touched can hit (anything older has all of that iteration's objects above it),
-        and their stack distance is what the previous iteration touched after them plus what this one
-        touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
+        hit. Two cases are computed for the whole block at once: a cache that holds every object (nothing is
+        evicted: an object hits when it was touched before), and a block whose every iteration follows one that
+        touched at least `capacity` objects (`_after_full`). Otherwise iteration by iteration."""
         count = len(masks)
-        flat = masks.reshape(count, -1)
         per_layer = np.count_nonzero(masks, axis=2)
+        self.touched_per_layer = per_layer        # (iterations x layers) for the caller's counts
+        if count == 0:
+            return masks.copy()
+        flat = masks.reshape(count, -1)
         touched = per_layer.sum(axis=1)
         before = np.concatenate(([self.previous_count], touched[:-1]))
-        self.touched_per_layer = per_layer        # (iterations x layers) for the caller's counts
-        if count == 0 or (before < self.capacity).any():
-            return np.stack([self.access(mask) for mask in masks]) if count else masks.copy()
-        earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
-        previous_layers = np.concatenate((self.previous_layers[None], per_layer[:-1]))
-        # At least what the previous iteration touched in later layers is above any object of a layer: when
-        # that plus this iteration's earlier layers reaches the capacity everywhere, nothing hits.
-        later_layers = before[:, None] - np.cumsum(previous_layers, axis=1)
-        if (later_layers + earlier >= self.capacity).all():
-            hits = np.zeros_like(masks)
+        if self.capacity >= flat.shape[1]:
+            earlier = np.concatenate((self.seen[None], np.logical_or.accumulate(flat[:-1], axis=0) | self.seen))
+            hits = (flat & earlier).reshape(masks.shape)
+        elif (before >= self.capacity).all():
+            hits = self._after_full(masks, flat, per_layer, before)
         else:
-            previous = np.concatenate((self.previous[None], flat[:-1]))
-            after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous
-            hits = masks & previous.reshape(masks.shape)
-            hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
+            return np.stack([self.access(mask) for mask in masks])
         # The last touches are folded in when asked for (a run of such blocks never needs them).
         self._unapplied = (*self._unapplied, (self.iteration, flat))
         if len(self._unapplied) >= 64:
             self._fold()
         self.iteration += count
         self.previous, self.previous_layers, self.previous_count = flat[-1], per_layer[-1], int(touched[-1])
+        self.seen = self.seen | flat.any(axis=0)
         self._order = None
+        return hits
+
+    def _after_full(self, masks: np.ndarray, flat: np.ndarray, per_layer: np.ndarray, before: np.ndarray) -> np.ndarray:
+        """Every iteration follows one that touched at least `capacity` objects: only objects the previous
+        iteration touched can hit (anything older has all of that iteration's objects above it), and their
+        stack distance is what the previous iteration touched after them plus what this one touched in
+        earlier layers."""
+        earlier = np.cumsum(per_layer, axis=1) - per_layer                 # touched in earlier layers of this one
+        previous_layers = np.concatenate((self.previous_layers[None], per_layer[:-1]))
+        # At least what the previous iteration touched in later layers is above any object of a layer: when
+        # that plus this iteration's earlier layers reaches the capacity everywhere, nothing hits.
+        later_layers = before[:, None] - np.cumsum(previous_layers, axis=1)
+        if (later_layers + earlier >= self.capacity).all():
+            return np.zeros_like(masks)
+        previous = np.concatenate((self.previous[None], flat[:-1]))
+        after = before[:, None] - np.cumsum(previous, axis=1, dtype=np.int32)   # touched later in the previous
+        hits = masks & previous.reshape(masks.shape)
+        hits &= after.reshape(masks.shape) + earlier[:, :, None].astype(np.int32) < self.capacity
         return hits
 
     def access(self, mask: np.ndarray) -> np.ndarray:
@@ -168,6 +182,7 @@ class LayerLRU:
         self._last[flat] = self.iteration * self._last.size + flat   # (iteration, layer, slot) in order
         self.iteration += 1
         self.previous, self.previous_count = mask.ravel().copy(), flat.size
+        self.seen = self.seen | mask.ravel()
         self.previous_layers = np.count_nonzero(mask, axis=1)
         out = np.zeros(mask.shape, dtype=bool)
         out.ravel()[flat] = hits

@@ -62,6 +62,19 @@ class Retention:
     def damage(self) -> np.ndarray:
         return (self.initial + self.aging) % 1.0
 
+    def age(self, dt: np.ndarray, temp_c: np.ndarray) -> int:
+        """`advance` over many steps at once up to the first one that meets a deadline: ages every zone by the
+        steps before it and returns their count (that step is left to `advance`, which counts the refresh)."""
+        if not self.initial.size:
+            return len(dt)
+        per_kelvin = self.activation_ev / BOLTZMANN_EV
+        aged = dt * np.exp(per_kelvin / (REFERENCE_C + 273.15) - np.log(REFERENCE_S) - per_kelvin / (temp_c + 273.15))
+        aging = self.aging + np.cumsum(aged)
+        steps = int(np.searchsorted(aging, self._deadline - 1e-12, side="left"))
+        if steps:
+            self.aging = float(aging[steps - 1])
+        return steps
+
     def advance(self, dt: float, temp_c: float) -> int:
         """Age every zone by dt at temp_c; returns how many deadlines were met (each one a refresh)."""
         if temp_c != self._rate_temp:

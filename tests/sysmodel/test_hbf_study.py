@@ -1,5 +1,5 @@
-"""The HBF study in quick mode: every item writes its CSV and PNG, the headline covers items 1-7, and what it
-reports follows from hand-computable facts (layout capacities, uniform dedup, Arrhenius)."""
+"""The HBF study in quick mode: every item writes its CSV and PNG, the headline covers items 1-8, and what it
+reports follows from hand-computable facts (layout capacities, uniform dedup, Arrhenius, DuoPD's frame fills)."""
 import csv
 import re
 from pathlib import Path
@@ -26,11 +26,23 @@ def read(path: Path) -> list[dict]:
 
 
 def test_every_item_writes_csv_png_and_a_headline_row(study) -> None:
-    for item in range(1, 8):
+    for item in range(1, 9):
         assert (study / f"item{item}.csv").stat().st_size > 0
         assert (study / f"item{item}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = [line for line in (study / "headline.md").read_text().splitlines() if re.match(r"\| \d \|", line)]
-    assert sorted({row.split("|")[1].strip() for row in rows}) == [str(i) for i in range(1, 8)]
+    assert sorted({row.split("|")[1].strip() for row in rows}) == [str(i) for i in range(1, 9)]
+
+
+def test_duopd_reads_each_expert_once_when_the_frame_cache_holds_them(study) -> None:
+    """Qwen3-30B-A3B over 8 GPUs: 768 experts of 3 x 2048 x 768 x 2 B per GPU fit B's and C's 8 GiB frame caches.
+    The first prompt reads them all from HBF; every later access, the PNMs' decode included, hits."""
+    rows = {(r["model"], r["memory"]): r for r in read(study / "item8.csv")}
+    for memory in ("B", "C"):
+        row = rows[("Qwen3-30B-A3B", memory)]
+        assert float(row["prefill_media_gb"]) == pytest.approx(8 * 768 * 3 * 2048 * 768 * 2 / 1e9, rel=1e-12)
+        assert float(row["decode_media_gb"]) == 0 and float(row["decode_hit_rate"]) == 1
+    # 8 GiB cannot hold Qwen3-235B-A22B's 1,504 local experts of 37.7 MB (56.7 GB): its decode reads the media.
+    assert float(rows[("Qwen3-235B-A22B", "C")]["decode_hit_rate"]) < 0.5
 
 
 def test_layout_capacities(study) -> None:

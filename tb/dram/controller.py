@@ -45,6 +45,11 @@ class DramController(MemoryPort):
         cocotb.start_soon(self._run(dut.clk))
 
     @property
+    def peak_requests_per_cycle(self) -> float:
+        """The data bus's limit in the block's cycles: one burst per `bl` tCK."""
+        return float(self.tck_per_cycle / self.timing.bl)
+
+    @property
     def in_order(self) -> bool:
         return self.params.in_order
 

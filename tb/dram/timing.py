@@ -106,3 +106,6 @@ HBM4 = DramTiming(
     ccd_s=2, ccd_l=4, ccd_r=2, rrd_s=5, rrd_l=7, faw=30, wtr_s=9, wtr_l=13, rtw=25, ppd=2, rfc=1060, refi=7800)
 
 PRESETS: dict[str, DramTiming] = {"hbm3": HBM3, "hbm4": HBM4}
+MEMORIES = ("ideal", *PRESETS)
+"""The memory models a bench can put behind a block: `ideal` is `tb.memory.MemoryController` (a fixed latency,
+always ready), the others a pseudo channel with these parameters."""

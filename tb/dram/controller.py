@@ -1,10 +1,10 @@
 """The pseudo-channel model (`tb.dram.channel`) behind a block's `mc_req`/`mc_resp` ports in a cocotb bench.
 
 The block and the DRAM run on their own clocks: the block at its design clock, the DRAM at 1/tCK (HBM3: 1.6 GHz
-against the MMU's 1 GHz). After every clock edge of the block the model runs every tCK cycle that began before
-this edge; a request the block handed over at this edge joins the queue at the first tCK cycle from now on, and
-a response the model finished is driven at the block's next edge. While the queue is full the model takes no
-request: `mc_req`'s ready drops once the port's two-entry skid buffer (the bench sink's) has filled too.
+against the MMU's 1 GHz). A request the block hands over at an edge joins the queue at the first tCK cycle from
+that edge on; a response is driven at the first edge of the block's clock after its data is done. While the queue
+is full the model takes no request: `mc_req`'s ready drops once the port's two-entry skid buffer (the bench
+sink's) has filled too.
 
 One request is one burst, so the block's request width must equal the pseudo channel's burst (HBM3 and HBM4:
 32 bits x BL8 = 32 bytes, the MMU's 256-bit requests). Reads and writes reach the memory contents in the order
@@ -62,17 +62,26 @@ class DramController(MemoryPort):
         super().clear()
 
     async def _run(self, clk) -> None:
+        """At each edge: the requests the sink took join the queue at the current tCK cycle (the first one from this
+        edge on), then the channel runs every tCK cycle that starts before the next edge; what finished there is
+        driven at the next edge, the first one after its data was done."""
         while True:
             await RisingEdge(clk)
             await ReadOnly()  # every beat the sink took at this edge is in its queue
             self.cycle += 1
-            while self.channel.now < math.ceil(self.cycle * self.tck_per_cycle):
-                for done in self.channel.step():
-                    request, answer, accepted = done.payload
-                    if answer is not None:
-                        self.latencies.append((request, self.cycle - accepted))
-                        self.answer(*answer)
+            self._run_until(self.cycle)  # (only just after a clear has it not got here yet)
             while not self.sink.empty() and self.channel.can_accept():
                 request, answer = self.take(int(self.sink.recv_nowait().payload))
                 self.channel.accept(Request(request["address"], bool(request["is_write"]),
                                             payload=(request, answer, self.cycle)))
+            self._run_until(self.cycle + 1)
+
+    def _run_until(self, edge: int) -> None:
+        """Run the channel through every tCK cycle that starts before `edge`; answer what finished (the answers are
+        driven at the next edge)."""
+        while self.channel.now < math.ceil(edge * self.tck_per_cycle):
+            for done in self.channel.step():
+                request, answer, accepted = done.payload
+                if answer is not None:
+                    self.latencies.append((request, self.cycle + 1 - accepted))
+                    self.answer(*answer)

@@ -227,3 +227,12 @@ def test_bounded_queue():
     assert not channel.can_accept()
     channel.step()  # cycle 31: the first RD
     assert channel.can_accept()
+
+
+def test_hbm4_idle_read_and_row_conflict():
+    """HBM4 (HBM4_8000Mbps: rcd_rd 39, cl 20, bl 2, rp 33, ras 57): a read to a closed bank is done 39 + 20 + 2 = 61
+    tCK after arrival; a row conflict long after tRAS 33 + 61 = 94 tCK. (HBM4's mapping has 1 SID bit more:
+    row:sid:bank:bankgroup:column with 4, 8, 2 and 32 values, so row 1 is 2048 bursts further.)"""
+    channel = PseudoChannel(HBM4)
+    left = run(channel, [(0, Request(0)), (300, Request(4 * 8 * 2 * 32))])
+    assert (left[0], left[1] - 300) == (61, 94)

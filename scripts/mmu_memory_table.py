@@ -48,15 +48,15 @@ def sweep(path: Path, name: str, base: dict) -> list[str]:
     entries = sorted((e for e in json.loads(path.read_text())["entries"] if e["block"] == "mmu"
                       and all(e["params"].get(k) == v for k, v in base.items() if k != name)),
                      key=lambda e: e["params"][name])
-    rows = [f"| {name} | offered GPU / PNM | achieved GPU | GPU latency p50 / p99 | DRAM latency (GPU) p50 / p99 "
-            "| outstanding / DRAM latency p50 |", "| --- | --- | --- | --- | --- | --- |"]
+    rows = [f"| {name} | offered GPU / PNM | achieved GPU | GPU latency p50 / p99 | DRAM latency (GPU) p50 / p99 / mean "
+            f"| {name} / mean DRAM latency |", "| --- | --- | --- | --- | --- | --- |"]
     for e in entries:
         for p in e["figures"]["arbitration"]:
             if p["policy"] == "prefill_first" and p["gpu_offered"] == 1.0:
                 rows.append(f"| {e['params'][name]} | {p['gpu_offered']} / {p['pnm_offered']} | {p['gpu_share']:.3f} "
                             f"| {p['gpu_latency_p50']:g} / {p['gpu_latency_p99']:g} "
-                            f"| {p['gpu_memory_latency_p50']:g} / {p['gpu_memory_latency_p99']:g} "
-                            f"| {e['params'][name] / p['gpu_memory_latency_p50']:.3f} |")
+                            f"| {p['gpu_memory_latency_p50']:g} / {p['gpu_memory_latency_p99']:g} / "
+                            f"{p['gpu_memory_latency_mean']:g} | {e['params'][name] / p['gpu_memory_latency_mean']:.3f} |")
     return rows
 
 

@@ -158,14 +158,17 @@ def _delays(offers: list[int], issues: list[int]) -> list[int]:
 def _latencies(h: Harness) -> dict:
     """What one grid point's requests took, to add to its figures: GPU requests from entering the MMU to their
     responses and PNM instructions to their completions (p50, p99); behind a DRAM also its own latency for the
-    GPU's requests (acceptance to answer) and the fraction of column commands that found their row open."""
+    GPU's requests (acceptance to answer; the mean too, for Little's law) and the fraction of column commands
+    that found their row open. Over every request of the point, its drain included."""
     turnarounds = h.turnarounds()
     figures = {f"{source}_latency_{k}": v for source in ("gpu", "pnm")
                for k, v in model.wait_statistics(turnarounds[source]).items() if k != "max"}
     if not IDEAL_MEMORY:
-        memory = model.wait_statistics([cycles for request, cycles in h.memory.latencies if h.is_gpu(request)])
+        cycles = [cycles for request, cycles in h.memory.latencies if h.is_gpu(request)]
+        memory = model.wait_statistics(cycles)
         commands = h.memory.channel.statistics()
         figures |= {"gpu_memory_latency_p50": memory["p50"], "gpu_memory_latency_p99": memory["p99"],
+                    "gpu_memory_latency_mean": round(float(np.mean(cycles)), 2) if cycles else 0.0,
                     "row_hit_rate": round(1 - commands["ACT"] / max(1, commands["RD"] + commands["WR"]), 4)}
     return figures
 

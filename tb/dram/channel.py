@@ -97,7 +97,12 @@ class PseudoChannel:
         """Accepted, response not yet handed back; oldest first."""
         self.commands: list[tuple[int, str, int, int]] = []
         self.open_row: list[int | None] = [None] * timing.banks
-        self._earliest = {command: [0] * timing.banks for command in COMMANDS}
+        per_sid, per_group = timing.bankgroups * timing.banks_per_group, timing.banks_per_group
+        self._levels = [(0, bank // per_sid, bank // per_group, bank) for bank in range(timing.banks)]
+        """For each bank, its index at each level: channel, SID, bank group (of all SIDs), bank."""
+        counts = (1, timing.sids, timing.sids * timing.bankgroups, timing.banks)
+        self._earliest = {command: tuple([0] * count for count in counts) for command in COMMANDS}
+        """Per command, per level, per index at that level: the earliest cycle it may issue there."""
         self._activates: deque[int] = deque(maxlen=4)
         self._refresh_due = timing.refi
         self._effects = _effects(timing)
@@ -134,24 +139,30 @@ class PseudoChannel:
         return {command: counts[command] for command in COMMANDS}
 
     # ---- scheduling ---------------------------------------------------------------------------------
+    def _may_issue(self, command: str, bank: int, now: int) -> bool:
+        channel, sid, group, bank = self._levels[bank]
+        at = self._earliest[command]
+        return at[3][bank] <= now and at[2][group] <= now and at[1][sid] <= now and at[0][channel] <= now
+
     def _issue_column(self, now: int) -> None:
-        older: dict[int, bool] = {}  # address -> whether an older queued request to it writes
-        for r in self.queue:
+        for position, r in enumerate(self.queue):
             command = WR if r.is_write else RD
-            if (self.open_row[r.bank] == r.row and self._earliest[command][r.bank] <= now
-                    and not (r.address in older and (r.is_write or older[r.address]))):
+            if (self.open_row[r.bank] == r.row and self._may_issue(command, r.bank, now)
+                    and not any(q.address == r.address and (q.is_write or r.is_write)
+                                for q in self.queue[:position])):
                 self._issue(now, command, r.bank, r.row)
                 r.column = now
                 r.done = now + self.timing.bl + (self.timing.cwl if r.is_write else self.timing.cl)
-                self.queue.remove(r)
+                del self.queue[position]
                 return
             if self.params.scheduling == "fcfs":
                 return
-            older[r.address] = older.get(r.address, False) or r.is_write
 
     def _issue_row(self, now: int) -> None:
         """A row command for the oldest request of some bank: the oldest such request whose command may issue."""
         seen: set[int] = set()
+        wanted = {(q.bank, q.row) for q in self.queue} if self.params.scheduling == "frfcfs" else set()
+        may_activate = self._window_allows_activate(now)
         for r in self.queue:
             if r.bank in seen:
                 continue
@@ -160,12 +171,10 @@ class PseudoChannel:
             if open_row == r.row:
                 continue
             if open_row is None:
-                if self._earliest[ACT][r.bank] <= now and self._window_allows_activate(now):
+                if may_activate and self._may_issue(ACT, r.bank, now):
                     self._issue(now, ACT, r.bank, r.row)
                     return
-            elif self._earliest[PRE][r.bank] <= now and not (
-                    self.params.scheduling == "frfcfs" and any(q.bank == r.bank and q.row == open_row
-                                                               for q in self.queue)):
+            elif (r.bank, open_row) not in wanted and self._may_issue(PRE, r.bank, now):
                 self._issue(now, PRE, r.bank, open_row)
                 return
 
@@ -174,10 +183,11 @@ class PseudoChannel:
         return len(self._activates) < 4 or now >= self._activates[0] + self.timing.faw
 
     def _refresh(self, now: int) -> None:
+        """PREA and REF address every bank: only constraints on the whole pseudo channel apply to them."""
         if any(row is not None for row in self.open_row):
-            if max(self._earliest[PREA]) <= now:
+            if self._earliest[PREA][0][0] <= now:
                 self._issue(now, PREA, -1, -1)
-        elif max(self._earliest[REF]) <= now:
+        elif self._earliest[REF][0][0] <= now:
             self._issue(now, REF, -1, -1)
             self._refresh_due += self.timing.refi
 
@@ -190,10 +200,15 @@ class PseudoChannel:
             self.open_row[bank] = None
         elif command == PREA:
             self.open_row = [None] * self.timing.banks
-        for later, banks_of, cycles in self._effects[command]:
-            earliest = self._earliest[later]
-            for b in banks_of(bank):
-                earliest[b] = max(earliest[b], now + cycles)
+        levels = self._levels[bank] if bank >= 0 else (0,)
+        for later, level, cycles, other_sids in self._effects[command]:
+            earliest = self._earliest[later][level]
+            if other_sids:
+                for sid in range(len(earliest)):
+                    if sid != levels[1] and earliest[sid] < now + cycles:
+                        earliest[sid] = now + cycles
+            elif earliest[levels[level]] < now + cycles:
+                earliest[levels[level]] = now + cycles
 
     def _leaving(self, now: int) -> list[Request]:
         if self.params.in_order:
@@ -210,24 +225,14 @@ class PseudoChannel:
         return leaving
 
 
-def _effects(t: DramTiming) -> dict[str, list]:
-    """For each command, the (later command, banks it constrains given the issuing bank, cycles) it imposes.
-    PREA and REF address every bank (bank -1): only their channel-wide constraints exist."""
-    per_sid = t.bankgroups * t.banks_per_group
-    everything = range(t.banks)
+LEVELS = {"channel": 0, "sid": 1, "other_sids": 1, "bankgroup": 2, "bank": 3}
+"""The level a scope's constraint is kept at (channel, SID, bank group, bank); `other_sids` applies to every SID
+but the issuing one."""
 
-    def sid_of(bank: int) -> int:
-        return bank // per_sid
 
-    scopes = {
-        "channel": lambda bank: everything,
-        "sid": lambda bank: range(sid_of(bank) * per_sid, (sid_of(bank) + 1) * per_sid),
-        "other_sids": lambda bank: [b for b in everything if sid_of(b) != sid_of(bank)],
-        "bankgroup": lambda bank: range(bank - bank % t.banks_per_group, bank - bank % t.banks_per_group
-                                        + t.banks_per_group),
-        "bank": lambda bank: (bank,),
-    }
-    effects: dict[str, list] = {command: [] for command in COMMANDS}
+def _effects(t: DramTiming) -> dict[str, list[tuple[str, int, int, bool]]]:
+    """For each command, the (later command, level, cycles, whether it is for the other SIDs) it imposes."""
+    effects: dict[str, list[tuple[str, int, int, bool]]] = {command: [] for command in COMMANDS}
     for scope, earlier, later, cycles in constraints(t):
-        effects[earlier].append((later, scopes[scope], cycles))
+        effects[earlier].append((later, LEVELS[scope], cycles, scope == "other_sids"))
     return effects

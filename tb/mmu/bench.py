@@ -177,7 +177,7 @@ def _grid_point(run: tuple, base_gpu: int, base_pnm: int, grid_cycles: int) -> d
     """One grid point's slot shares and waits (beyond each source's shortest delay), with its checks. Behind the
     always-ready controller: strict priority keeps the favoured source's wait within a cycle; the controller slot
     is never idle while a request waits."""
-    policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue, latencies = run
+    policy, gpu_load, pnm_load, start, gpu_offer, pnm_offer, gpu_issue, pnm_issue, latencies, answers = run
     window = (start + min(base_gpu, base_pnm), start + min(base_gpu, base_pnm) + grid_cycles)
 
     def share(cycles: list[int]) -> float:
@@ -189,6 +189,7 @@ def _grid_point(run: tuple, base_gpu: int, base_pnm: int, grid_cycles: int) -> d
              "gpu_offered_actual": round(len(gpu_offer) / grid_cycles, 4),
              "pnm_offered_actual": round(len(pnm_offer) / grid_cycles, 4),
              "gpu_share": share(gpu_issue), "pnm_share": share(pnm_issue),
+             "gpu_served": share(answers[0]), "pnm_served": share(answers[1]),
              **{f"gpu_wait_{k}": v for k, v in g.items()}, **{f"pnm_wait_{k}": v for k, v in p.items()},
              **latencies}
     assert point["gpu_share"] + point["pnm_share"] <= 1.0, point
@@ -215,7 +216,9 @@ async def arbitration_grid(dut):
     memory-controller request;
     its wait is the delay beyond the shortest one of its source seen anywhere in the grid, i.e. what
     contention and queueing added to the idle path. Strict priority keeps the favoured source's wait within
-    a cycle; a work-conserving arbiter never leaves a saturated controller idle.
+    a cycle; a work-conserving arbiter never leaves a saturated controller idle. `*_share` counts requests
+    issued in the window, `*_served` answers delivered in it (GPU responses, PNM buffer writes): behind a DRAM
+    the two differ by what its queue holds.
     """
     h = await started(dut, mc_latency=8)
     grid_cycles = ICARUS_GRID_CYCLES if bench.under_icarus() else GRID_CYCLES
@@ -232,8 +235,9 @@ async def arbitration_grid(dut):
                 gpu_issue, pnm_issue = _issue_cycles(h)
                 pnm_offers = _serialized([t + k for t, instr in h.offered.pnm
                                           for k in range(-(-instr.size // h.params.request_bytes))])
+                answers = (list(h.probes["gpu_resp"].cycles), list(h.probes["buf_wr"].cycles))
                 raw.append((policy, gpu_load, pnm_load, start, [t for t, _ in h.offered.gpu], pnm_offers,
-                            gpu_issue, pnm_issue, _latencies(h)))
+                            gpu_issue, pnm_issue, _latencies(h), answers))
     base_gpu = min(min(_delays(r[4], r[6])) for r in raw)
     base_pnm = min(min(_delays(r[5], r[7])) for r in raw)
     points = [_grid_point(run, base_gpu, base_pnm, grid_cycles) for run in raw]

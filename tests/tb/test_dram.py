@@ -236,3 +236,16 @@ def test_hbm4_idle_read_and_row_conflict():
     channel = PseudoChannel(HBM4)
     left = run(channel, [(0, Request(0)), (300, Request(4 * 8 * 2 * 32))])
     assert (left[0], left[1] - 300) == (61, 94)
+
+
+def test_reads_alternating_between_sids_at_tccd_r():
+    """Rows open in bank group 0 of SID 0 and of SID 1 (ACTs 0 and 4, RDs 31 and 35). Reads alternating between
+    the SIDs issue tCCD_R = 3 apart (not tCCD_S = 2: another die); writes alternating between them only need the
+    data bus, BL = 2 apart."""
+    warm = reads({"sid": 0}, {"sid": 1})
+    channel = PseudoChannel(HBM3)
+    run(channel, warm + [(100, Request(address(sid=k % 2, column=1 + k // 2))) for k in range(6)])
+    assert [c for c, _, _ in commands(channel, "RD")] == [31, 35] + [100 + 3 * k for k in range(6)]
+    channel = PseudoChannel(HBM3)
+    run(channel, warm + [(100, Request(address(sid=k % 2, column=1 + k // 2), is_write=True)) for k in range(6)])
+    assert [c for c, _, _ in commands(channel, "WR")] == [100 + 2 * k for k in range(6)]

@@ -12,7 +12,7 @@ memory controller within the measured window (and, behind the DRAM, answered wit
 entering the MMU to its response and the PNM instruction's latency to its completion (p50/p99, cycles), and
 behind the DRAM its own latency for GPU requests and its row-hit rate. With `--sweep NAME`, also the
 GPU-saturated prefill-first points of every `--dram` entry that differs from the chosen one in NAME alone, with
-NAME / the mean DRAM latency (Little's law's rate when NAME is `gpu_outstanding`).
+`gpu_outstanding` / the mean DRAM latency (Little's law's rate for a GPU that keeps every slot busy).
 """
 import argparse
 import json
@@ -54,7 +54,7 @@ def sweep(path: Path, name: str, base: dict) -> list[str]:
                       and all(e["params"].get(k) == v for k, v in base.items() if k != name)),
                      key=lambda e: e["params"][name])
     rows = [f"| {name} | offered GPU / PNM | GPU issued / served | PNM issued / served | GPU latency p50 / p99 "
-            f"| DRAM latency (GPU) p50 / p99 / mean | {name} / mean DRAM latency |",
+            "| DRAM latency (GPU) p50 / p99 / mean | gpu_outstanding / mean DRAM latency |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for e in entries:
         for p in e["figures"]["arbitration"]:
@@ -63,7 +63,7 @@ def sweep(path: Path, name: str, base: dict) -> list[str]:
                             f"| {p['gpu_share']:.3f} / {p['gpu_served']:.3f} | {p['pnm_share']:.3f} / {p['pnm_served']:.3f} "
                             f"| {p['gpu_latency_p50']:g} / {p['gpu_latency_p99']:g} "
                             f"| {p['gpu_memory_latency_p50']:g} / {p['gpu_memory_latency_p99']:g} / "
-                            f"{p['gpu_memory_latency_mean']:g} | {e['params'][name] / p['gpu_memory_latency_mean']:.3f} |")
+                            f"{p['gpu_memory_latency_mean']:g} | {e['params']['gpu_outstanding'] / p['gpu_memory_latency_mean']:.3f} |")
     return rows
 
 

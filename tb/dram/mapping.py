@@ -2,9 +2,9 @@
 
 A mapping names the fields from the most significant bits to the least, `row:sid:bank:bankgroup:column` by
 default: consecutive bursts stay in one row (a sequential stream is a run of row hits), and consecutive rows go
-to other bank groups, then other banks, then the other SID before a bank sees its next row — DRAMSim3's
-row-high order for HBM2 (`rorabgbachco`, [DS3] in `tb.dram.timing`) without the rank and channel fields of a
-whole stack. Each field is log2(its count) bits wide."""
+to other bank groups, then other banks, then the other SID before a bank sees its next row. Row-high like
+DRAMSim3's HBM2 mapping (`rorabgbachco`, [DS3] in `tb.dram.timing`), with the bank group below the bank so that
+a stream crossing a row boundary changes bank group. Each field is log2(its count) bits wide."""
 from dataclasses import dataclass
 
 from .timing import DramTiming

@@ -140,9 +140,9 @@ class PseudoChannel:
 
     # ---- scheduling ---------------------------------------------------------------------------------
     def _may_issue(self, command: str, bank: int, now: int) -> bool:
-        channel, sid, group, bank = self._levels[bank]
+        _, sid, group, _ = self._levels[bank]
         at = self._earliest[command]
-        return at[3][bank] <= now and at[2][group] <= now and at[1][sid] <= now and at[0][channel] <= now
+        return at[3][bank] <= now and at[2][group] <= now and at[1][sid] <= now and at[0][0] <= now
 
     def _issue_column(self, now: int) -> None:
         for position, r in enumerate(self.queue):

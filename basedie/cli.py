@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="registered block names, or 'all' (default)")
     verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="verify this parameter set of one block (repeatable), recorded beside the others")
+    verify.add_argument("--memory-model", default="ideal", metavar="MODEL",
+                        help="what answers the memory requests of benches that have a DRAM option (docs/dram.md): "
+                             "ideal (default: 8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); "
+                             "its entries replace the same parameter sets' in --table, so give a scratch table")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -334,7 +338,10 @@ def _verify(args) -> int:
     from tb.verify import planned_runs, verify
 
     names = [name for block in args.blocks for name in _block_names(block)]
+    memory = _memory_model(args.memory_model, names)
     if args.simulator == "icarus":
+        if memory != "ideal":
+            raise UsageError("--memory-model applies to Verilator runs, which measure the figures")
         return _check_icarus(names, args)
     table = args.table or TABLE_PATH
     overrides = _parse_overrides(args.param)
@@ -348,7 +355,7 @@ def _verify(args) -> int:
             params = BLOCKS[names[0]].params.from_strings(overrides)
         except (ValueError, TypeError) as error:
             raise UsageError(f"{names[0]}: {error}") from None
-    runs, remeasured = planned_runs(names, params, args.quick, table)
+    runs, remeasured = planned_runs(names, params, args.quick, table, memory)
     started = time.monotonic()
     if args.scheduler:
         from basedie.sweep import Cluster
@@ -366,6 +373,19 @@ def _verify(args) -> int:
 
         print(f"waveforms: {BUILD_ROOT / 'runs'}/<block>[-<parameters that differ from the defaults>]/dump.vcd")
     return 0
+
+
+def _memory_model(model: str, names: list[str]) -> str:
+    from tb.benches import BENCHES
+    from tb.dram.timing import MEMORIES
+
+    if model not in MEMORIES:
+        raise UsageError(f"--memory-model {model!r} is not one of {', '.join(MEMORIES)}")
+    without = [name for name in names if not BENCHES[name].dram]
+    if model != "ideal" and without:
+        raise UsageError(f"--memory-model {model}: the benches of {', '.join(without)} have no DRAM option (blocks "
+                         f"that have one: {', '.join(name for name, bench in BENCHES.items() if bench.dram)})")
+    return model
 
 
 def _check_icarus(names: list[str], args) -> int:
@@ -389,7 +409,7 @@ def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
     return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
                                                 param=[], quick=args.quick, scheduler=args.scheduler,
-                                                simulator=args.simulator))
+                                                simulator=args.simulator, memory_model="ideal"))
 
 
 def _simulate(args) -> int:

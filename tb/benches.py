@@ -19,6 +19,8 @@ class Bench:
     synthesis_budget_s: float | None = None
     """Seconds of Yosys after which a `configs` set may stand in the synthesis table as attempted (no figures);
     None: its figures are required. The table test checks that an attempt was given at least this budget."""
+    dram: bool = False
+    """Its bench can put the DRAM model (`tb.dram`) behind the block's memory port (`basedie verify --memory`)."""
 
 
 BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
@@ -29,7 +31,7 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
     Bench("fp32_add", "tb.fp.bench"),
     Bench("fp32_mul", "tb.fp.bench"),
     Bench("fp16_mul_fp32", "tb.fp.bench"),
-    Bench("mmu", "tb.mmu.bench", ({"out_of_order": False}, {"out_of_order": True})),
+    Bench("mmu", "tb.mmu.bench", ({"out_of_order": False}, {"out_of_order": True}), dram=True),
     # pytest proves 2-wide lanes (two 1-wide sublanes); `basedie verify` adds the paper's 1,024-wide lane (a
     # 13-minute build) and the 16-lane array at a reduced width.
     Bench("pnm_lane", "tb.pnm.bench", ({"width": 2, "sublane_width": 1},),

@@ -1,10 +1,11 @@
-"""The benches' one memory-controller model: serves a block's `mc_req` stream from a sparse memory and answers
-reads (and, for blocks that wait for write acknowledgements, writes) on `mc_resp` after a latency.
+"""The benches' fixed-latency memory-controller model and what it shares with the DRAM model: serve a block's
+`mc_req` stream from a sparse memory and answer reads (and, for blocks that wait for write acknowledgements,
+writes) on `mc_resp`.
 
-Its interface is what a DRAM model replacing it keeps: built on the block's two ports with `latency` (a
-(min, max) range, drawn per request) and `in_order`; `requests` logs every accepted request (its decoded
-fields and the cycle); `reads()` filters them; `clear()` forgets everything after a reset; `contents` is the
-memory. Timing lives in one method, `due`."""
+Its interface (`MemoryPort`) is what the DRAM model (`tb.dram.controller`) shares: built on the block's two
+ports; `requests` logs every accepted request (its decoded fields and the cycle); `reads()` filters them;
+`clear()` forgets everything after a reset; `contents` is the memory. `MemoryController` adds `latency` (a
+(min, max) range, drawn per request) and `in_order`; its timing lives in one method, `due`."""
 import heapq
 import random
 from collections.abc import Callable
@@ -30,24 +31,20 @@ class Contents:
         self.written[address] = (self.read(address) & ~byte_mask) | (data & byte_mask)
 
 
-class MemoryController:
-    """Accepts requests (under the sink's pause generator), answers each read `due` cycles after its
-    acceptance; `in_order` keeps answers in request order whatever the drawn latencies. Requests without a
-    `mask` field write whole words; a response carries the request's `tag` when its layout has one."""
+class MemoryPort:
+    """What every memory-controller model shares: a block's `mc_req`/`mc_resp` ports, the memory behind them, the
+    log of accepted requests and the count of answers that overtook older ones. Subclasses say when to accept
+    (`take`) and when to answer (`answer`)."""
 
-    def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, rng: random.Random, *,
-                 latency: tuple[int, int] = (8, 8), in_order: bool = True, answer_writes: bool = False) -> None:
-        self.clock, self.contents, self.rng = clock, contents, rng
-        self.latency, self.in_order, self.answer_writes = latency, in_order, answer_writes
+    def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, *,
+                 answer_writes: bool = False) -> None:
+        self.clock, self.contents, self.answer_writes = clock, contents, answer_writes
         self.sink, self.source = bench.sink(dut, "mc_req"), bench.source(dut, "mc_resp")
         self._request, self._response = Packer.of_port(component, "mc_req"), Packer.of_port(component, "mc_resp")
         self.requests: list[dict] = []
         self.overtaken = 0
-        """Responses sent before an earlier request's (only without `in_order`)."""
-        self._pending: list[tuple[int, int, int]] = []
-        self._sequence = self._latest_answered = self._last_due = 0
-        cocotb.start_soon(self._accept())
-        cocotb.start_soon(self._respond(dut.clk))
+        """Responses sent before an earlier request's."""
+        self._sequence = self._latest_answered = 0
 
     def reads(self, **fields) -> list[dict]:
         """The read requests whose fields have the given values."""
@@ -55,11 +52,54 @@ class MemoryController:
 
     def clear(self) -> None:
         """Forget requests in flight and the log (the DUT was reset)."""
-        self._pending.clear()
         self.requests.clear()
-        self._sequence = self._latest_answered = self._last_due = self.overtaken = 0
+        self._sequence = self._latest_answered = self.overtaken = 0
         self.source.clear()
         self.sink.clear()
+
+    def take(self, payload: int) -> tuple[dict, tuple[int, int] | None]:
+        """Log an accepted request and apply it to the memory (in acceptance order, whatever order the answers
+        take): the request and its answer (sequence number, response payload), None for a write nobody waits
+        for. Requests without a `mask` field write whole words; a response carries the request's `tag` when its
+        layout has one."""
+        request = self._request.unpack(payload)
+        request["cycle"] = self.clock.now
+        self.requests.append(request)
+        if request["is_write"]:
+            self.contents.write(request["address"], request["data"],
+                                request.get("mask", (1 << self.contents.word_bytes) - 1))
+            if not self.answer_writes:
+                return request, None
+            data = 0
+        else:
+            data = self.contents.read(request["address"])
+        fields = {"data": data, **({"tag": request["tag"]} if "tag" in self._response.fields else {})}
+        self._sequence += 1
+        return request, (self._sequence - 1, self._response.pack(**fields))
+
+    def answer(self, sequence: int, payload: int) -> None:
+        self.overtaken += sequence < self._latest_answered
+        self._latest_answered = max(self._latest_answered, sequence)
+        self.source.send_nowait(bench.StreamTransaction(payload=payload))
+
+
+class MemoryController(MemoryPort):
+    """Accepts requests (under the sink's pause generator), answers each read `due` cycles after its
+    acceptance; `in_order` keeps answers in request order whatever the drawn latencies."""
+
+    def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, rng: random.Random, *,
+                 latency: tuple[int, int] = (8, 8), in_order: bool = True, answer_writes: bool = False) -> None:
+        super().__init__(dut, component, clock, contents, answer_writes=answer_writes)
+        self.rng, self.latency, self.in_order = rng, latency, in_order
+        self._pending: list[tuple[int, int, int]] = []
+        self._last_due = 0
+        cocotb.start_soon(self._accept())
+        cocotb.start_soon(self._respond(dut.clk))
+
+    def clear(self) -> None:
+        self._pending.clear()
+        self._last_due = 0
+        super().clear()
 
     def due(self, cycle: int) -> int:
         lo, hi = self.latency
@@ -69,27 +109,14 @@ class MemoryController:
         return due
 
     async def _accept(self) -> None:
-        full = (1 << self.contents.word_bytes) - 1
         while True:
-            request = self._request.unpack(int((await self.sink.recv()).payload))
-            request["cycle"] = self.clock.now
-            self.requests.append(request)
-            if request["is_write"]:
-                self.contents.write(request["address"], request["data"], request.get("mask", full))
-                if not self.answer_writes:
-                    continue
-                data = 0
-            else:
-                data = self.contents.read(request["address"])
-            fields = {"data": data, **({"tag": request["tag"]} if "tag" in self._response.fields else {})}
-            heapq.heappush(self._pending, (self.due(self.clock.now), self._sequence, self._response.pack(**fields)))
-            self._sequence += 1
+            _, answer = self.take(int((await self.sink.recv()).payload))
+            if answer is not None:
+                heapq.heappush(self._pending, (self.due(self.clock.now), *answer))
 
     async def _respond(self, clk) -> None:
         while True:
             await RisingEdge(clk)
             while self._pending and self._pending[0][0] <= self.clock.now:
                 _, sequence, payload = heapq.heappop(self._pending)
-                self.overtaken += sequence < self._latest_answered
-                self._latest_answered = max(self._latest_answered, sequence)
-                self.source.send_nowait(bench.StreamTransaction(payload=payload))
+                self.answer(sequence, payload)

@@ -154,10 +154,11 @@ def non_default(params: Params) -> dict:
     return {k: v for k, v in params.as_dict().items() if defaults[k] != v}
 
 
-def run_name(block_name: str, params: Params) -> str:
-    """The folder of a bench run: the block and the parameters that differ from its defaults, cut to a
-    length every file system accepts (with a digest of the whole name when cut)."""
-    name = "-".join([block_name, *(f"{k}={v}" for k, v in non_default(params).items())])
+def run_name(block_name: str, params: Params, memory: str = "ideal") -> str:
+    """The folder of a bench run: the block, the parameters that differ from its defaults and a memory model other
+    than the ideal one, cut to a length every file system accepts (with a digest of the whole name when cut)."""
+    name = "-".join([block_name, *(f"{k}={v}" for k, v in non_default(params).items()),
+                     *([f"memory={memory}"] if memory != "ideal" else [])])
     if len(name) > 120:
         name = f"{name[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
     return name
@@ -165,11 +166,12 @@ def run_name(block_name: str, params: Params) -> str:
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
               runs: Path = BUILD_ROOT / "runs", simulator: str = "verilator", seed: int | None = None,
-              on_phase=None) -> dict:
+              on_phase=None, memory: str = "ideal") -> dict:
     """Run the cocotb bench `module` on a block in `runs/<run_name>/` (log, results and, with
     `waves`, dump.vcd); returns the figures the bench measured (if any) and, under Verilator, the
     `random_reset_seed` its state was initialised from (random unless `seed` is given). `on_phase` (if given)
-    is called with "building" before a build and "running" before the bench, for progress displays.
+    is called with "building" before a build and "running" before the bench, for progress displays. `memory`
+    names the memory model a bench with a memory port puts behind it (`tb.dram.timing.MEMORIES`).
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
@@ -178,24 +180,24 @@ def run_bench(block_name: str, module: str, params: Params, *, waves: bool = Fal
     build_dir = build(block_name, params, waves, simulator, on_phase)
     if on_phase:
         on_phase("running")
-    slug = run_name(block_name, params) + ("" if simulator == "verilator" else f"-{simulator}")
+    slug = run_name(block_name, params, memory) + ("" if simulator == "verilator" else f"-{simulator}")
     test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)
     # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).
     with open(test_dir.with_name(slug + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _run_in(test_dir, build_dir, block_name, module, params, waves, simulator, seed)
+        return _run_in(test_dir, build_dir, block_name, module, params, waves, simulator, seed, memory)
 
 
 def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, params: Params,
-            waves: bool, simulator: str, seed: int | None) -> dict:
+            waves: bool, simulator: str, seed: int | None, memory: str) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
     shutil.rmtree(test_dir, ignore_errors=True)
     test_dir.mkdir(parents=True)
     figures_path = test_dir / "figures.json"
     config = {"block": block_name, "params": params.as_dict(), "figures": str(figures_path),
-              "clock_period_ns": CLOCK_PERIOD_NS, "simulator": simulator}
+              "clock_period_ns": CLOCK_PERIOD_NS, "simulator": simulator, "memory": memory}
     plusargs = []
     if simulator == "verilator":
         seed = random.randrange(1, 2**31) if seed is None else seed

@@ -19,14 +19,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Run:
     """One bench run: a block at one parameter set (`config`: a bench's own set, or every field of a set named
-    with `basedie verify --param`, then `requested`)."""
+    with `basedie verify --param`, then `requested`), behind a `memory` model (`tb.dram.timing.MEMORIES`)."""
     block: str
     config: dict
     requested: bool = False
+    memory: str = "ideal"
 
     @property
     def name(self) -> str:
-        return run_name(self.block, BLOCKS[self.block].params(**self.config))
+        return run_name(self.block, BLOCKS[self.block].params(**self.config), self.memory)
 
 
 def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
@@ -45,14 +46,15 @@ def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
     return [run_name(name, BLOCKS[name].params(**config)) for name, config in runs]
 
 
-def planned_runs(names: list[str], params: Params | None, quick: bool,
-                 table: Path) -> tuple[list[Run], tuple[str, ...]]:
+def planned_runs(names: list[str], params: Params | None, quick: bool, table: Path,
+                 memory: str = "ideal") -> tuple[list[Run], tuple[str, ...]]:
     """The runs `basedie verify` does and the blocks whose other entries they replace. `params` (one block): that
     parameter set alone, other entries kept. Otherwise every set the benches prove (`quick`: only the small
-    `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier."""
+    `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier. Every run
+    is behind `memory`."""
     if params is not None:
-        return [Run(names[0], params.as_dict(), requested=True)], ()
-    runs = [Run(name, config) for name, config in bench_runs(names, include_verify_only=not quick)]
+        return [Run(names[0], params.as_dict(), requested=True, memory=memory)], ()
+    runs = [Run(name, config, memory=memory) for name, config in bench_runs(names, include_verify_only=not quick)]
     if quick:
         return runs, ()
     known = {(run.block, BLOCKS[run.block].params(**run.config)) for run in runs}
@@ -64,7 +66,7 @@ def planned_runs(names: list[str], params: Params | None, quick: bool,
                         table, error)
             continue
         if (block, full) not in known:
-            runs.append(Run(block, full.as_dict(), requested=True))
+            runs.append(Run(block, full.as_dict(), requested=True, memory=memory))
     return runs, tuple(names)
 
 
@@ -81,7 +83,7 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
     bench = BENCHES[run.block]
     params = BLOCKS[run.block].params(**run.config)
     on_phase = (lambda phase: events.put((run.name, phase))) if events is not None else None
-    figures = run_bench(run.block, bench.module, params, waves=waves, on_phase=on_phase)
+    figures = run_bench(run.block, bench.module, params, waves=waves, on_phase=on_phase, memory=run.memory)
     rtl_module = BLOCKS[run.block].component.__module__
     provenance = {
         "bench": bench.module,
@@ -94,6 +96,7 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
         "rtl_module": rtl_module,
         "sources_digest": sources_digest(rtl_module, bench.module),
         **({"requested": True} if run.requested else {}),
+        **({"memory": run.memory} if run.memory != "ideal" else {}),
     }
     return VerifiedEntry(block=run.block, params=params.as_dict(), figures=figures, provenance=provenance)
 

@@ -1,7 +1,9 @@
 """The MMU's surroundings in simulation, and the scoreboard that judges what it did.
 
-- the memory-controller model (`tb.memory`): accepts requests under random back-pressure, keeps a memory,
-  answers every request (writes too) after a configurable latency, in request order or reordered;
+- the memory-controller model: the fixed-latency one (`tb.memory`), accepting requests under random back-pressure
+  and answering every request (writes too) after a configurable latency, in request order or reordered; or, when
+  the run names a DRAM preset (`basedie verify mmu --memory-model hbm3`), an HBM pseudo channel (`tb.dram`) at
+  the MMU's design clock, answering in request order unless the MMU is built for out-of-order answers;
 - the PNM buffer: answers store-data reads (`buf_rd` → `buf_rdata`) and takes forwarded load data (`buf_wr`);
 - stimulus: GPU requests and PNM tensor instructions offered at chosen cycles;
 - the scoreboard (`tb.scoreboard`), checking as beats arrive: every GPU request exactly one response with
@@ -17,6 +19,7 @@ Buffer rows: loads fill rows from 0, stores read rows from half the buffer.
 """
 import operator
 import random
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import cocotb
@@ -36,6 +39,9 @@ from rtl.mmu.params import (
 from rtl.registry import BLOCKS
 
 from .. import bench
+from ..dram.channel import ControllerParams
+from ..dram.controller import DramController
+from ..dram.timing import PRESETS
 from ..memory import Contents, MemoryController
 from ..models import mmu as model
 from ..payload import Packer
@@ -67,12 +73,17 @@ class Harness:
             "gpu_req", "gpu_resp", "pnm_instr", "completion", "buf_rd", "buf_wr", "config")}
         self.sources = {name: bench.source(dut, name) for name in ("gpu_req", "pnm_instr", "buf_rdata", "config")}
         self.sinks = {name: bench.sink(dut, name) for name in ("gpu_resp", "completion", "buf_rd", "buf_wr")}
-        self.probes = {name: bench.HandshakeProbe(dut, name)
+        self.probes = {name: bench.HandshakeProbe(dut, name, payloads=name in ("gpu_resp", "completion"))
                        for name in ("gpu_req", "pnm_instr", "mc_req", "gpu_resp", "buf_wr", "completion")}
         self.cycle = bench.CycleCounter(dut.clk)
-        self.memory = MemoryController(
-            dut, component, self.cycle, Contents(lambda block: model.block_data(block, p.data_bits)[0],
-                                                 p.request_bytes), self.rng, answer_writes=True)
+        contents = Contents(lambda block: model.block_data(block, p.data_bits)[0], p.request_bytes)
+        self.memory_model = bench.config()["memory"]
+        if self.memory_model == "ideal":
+            self.memory = MemoryController(dut, component, self.cycle, contents, self.rng, answer_writes=True)
+        else:
+            self.memory = DramController(dut, component, self.cycle, contents, timing=PRESETS[self.memory_model],
+                                         params=ControllerParams(in_order=not p.out_of_order),
+                                         clock_hz=p.design_clock_hz, answer_writes=True)
         self.sources["mc_resp"], self.sinks["mc_req"] = self.memory.source, self.memory.sink
         self.mc_latency = mc_latency
         self.reorder(reorder_spread)
@@ -86,10 +97,17 @@ class Harness:
         self.new_phase()
         cocotb.start_soon(self._buffer())
 
+    @property
+    def ideal_memory(self) -> bool:
+        """The fixed-latency, always-ready memory controller (not a DRAM model) answers."""
+        return isinstance(self.memory, MemoryController)
+
     def reorder(self, spread: int) -> None:
-        """Spread the memory-controller latency over `spread` cycles (answers then overtake each other)."""
-        self.memory.latency = (self.mc_latency, self.mc_latency + max(spread, 1) - 1)
-        self.memory.in_order = spread == 0
+        """Spread the fixed-latency controller's latency over `spread` cycles (answers then overtake each other).
+        A DRAM model's order is the build's: answers as they finish when the MMU takes them out of order."""
+        if self.ideal_memory:
+            self.memory.latency = (self.mc_latency, self.mc_latency + max(spread, 1) - 1)
+            self.memory.in_order = spread == 0
 
     def new_phase(self) -> None:
         """Forget everything seen so far (after a reset): a fresh scoreboard."""
@@ -101,6 +119,7 @@ class Harness:
         self.load_row, self.store_row = 0, self.buffer_rows // 2
         for probe in self.probes.values():
             probe.cycles.clear()
+            probe.payloads.clear()
         for port in (*self.sources.values(), *self.sinks.values()):
             port.clear()
 
@@ -208,6 +227,20 @@ class Harness:
         checked as it arrived), then a while longer: anything extra would show now."""
         await self.board.drained(patience_cycles)
         await self.board.idle(cycles=50)
+
+    def turnarounds(self) -> dict[str, list[int]]:
+        """Cycles from each GPU request's entry into the MMU (`gpu_req`) to its response, and from each PNM
+        instruction's entry to its completion, in answer order; matched by id (an id returns only after
+        2**id_bits later requests, far more than can be in flight)."""
+        out = {}
+        for source, offered, start, end in (("gpu", [r["id"] for _, r in self.offered.gpu], "gpu_req", "gpu_resp"),
+                                             ("pnm", [i.id for _, i in self.offered.pnm], "pnm_instr", "completion")):
+            waiting: dict[int, deque[int]] = defaultdict(deque)
+            for cycle, ident in zip(self.probes[start].cycles, offered, strict=True):
+                waiting[ident].append(cycle)
+            out[source] = [cycle - waiting[self.fields[end].unpack(payload)["id"]].popleft()
+                           for cycle, payload in zip(self.probes[end].cycles, self.probes[end].payloads, strict=True)]
+        return out
 
     def is_gpu(self, mc_request: dict) -> bool:
         return mc_request["address"] * self.params.request_bytes >= GPU_READ_SPACE[0]

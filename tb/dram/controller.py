@@ -1,0 +1,87 @@
+"""The pseudo-channel model (`tb.dram.channel`) behind a block's `mc_req`/`mc_resp` ports in a cocotb bench.
+
+The block and the DRAM run on their own clocks: the block at its design clock, the DRAM at 1/tCK (HBM3: 1.6 GHz
+against the MMU's 1 GHz). A request the block hands over at an edge joins the queue at the first tCK cycle from
+that edge on; a response is driven at the first edge of the block's clock after its data is done. While the queue
+is full the model takes no request: `mc_req`'s ready drops once the port's two-entry skid buffer (the bench
+sink's) has filled too.
+
+One request is one burst, so the block's request width must equal the pseudo channel's burst (HBM3 and HBM4:
+32 bits x BL8 = 32 bytes, the MMU's 256-bit requests). Reads and writes reach the memory contents in the order
+they were accepted, whatever order the channel serves them in: it never lets a request pass an older one to the
+same address when either writes, so the timing agrees with that order.
+"""
+import math
+from fractions import Fraction
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from .. import bench
+from ..memory import Contents, MemoryPort
+from .channel import ControllerParams, PseudoChannel, Request
+from .timing import DramTiming
+
+SKID_ENTRIES = 2
+"""Requests the sink holds beyond the queue: with one, `ready` would drop every other cycle (the sink checks its
+occupancy before the model has taken the beat it just received)."""
+
+
+class DramController(MemoryPort):
+    def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, *, timing: DramTiming,
+                 params: ControllerParams, clock_hz: float, answer_writes: bool = False) -> None:
+        super().__init__(dut, component, clock, contents, answer_writes=answer_writes)
+        if contents.word_bytes != timing.burst_bytes:
+            raise ValueError(f"{contents.word_bytes}-byte requests on a {timing.name} pseudo channel of "
+                             f"{timing.burst_bytes}-byte bursts")
+        self.timing, self.params = timing, params
+        self.tck_per_cycle = Fraction(round(1e12 / clock_hz), timing.tck_ps)
+        self.sink.queue_occupancy_limit = SKID_ENTRIES
+        self.cycle = 0
+        """The block's clock edges seen by this controller since it was made or last cleared."""
+        self.channel = PseudoChannel(timing, params)
+        self.latencies: list[tuple[dict, int]] = []
+        """(request, cycles from its acceptance to its response) for every answered request, in answer order."""
+        cocotb.start_soon(self._run(dut.clk))
+
+    @property
+    def peak_requests_per_cycle(self) -> float:
+        """The data bus's limit in the block's cycles: one burst per `bl` tCK."""
+        return float(self.tck_per_cycle / self.timing.bl)
+
+    @property
+    def in_order(self) -> bool:
+        return self.params.in_order
+
+    def clear(self) -> None:
+        """Forget everything in flight and start a fresh, idle channel (all banks closed, refresh due one tREFI
+        from now): the block was reset, or a new measurement begins."""
+        self.cycle = 0
+        self.channel = PseudoChannel(self.timing, self.params)
+        self.latencies.clear()
+        super().clear()
+
+    async def _run(self, clk) -> None:
+        """At each edge: the requests the sink took join the queue at the current tCK cycle (the first one from this
+        edge on), then the channel runs every tCK cycle that starts before the next edge; what finished there is
+        driven at the next edge, the first one after its data was done."""
+        while True:
+            await RisingEdge(clk)
+            await ReadOnly()  # every beat the sink took at this edge is in its queue
+            self.cycle += 1
+            self._run_until(self.cycle)  # (only just after a clear has it not got here yet)
+            while not self.sink.empty() and self.channel.can_accept():
+                request, answer = self.take(int(self.sink.recv_nowait().payload))
+                self.channel.accept(Request(request["address"], bool(request["is_write"]),
+                                            payload=(request, answer, self.cycle)))
+            self._run_until(self.cycle + 1)
+
+    def _run_until(self, edge: int) -> None:
+        """Run the channel through every tCK cycle that starts before `edge`; answer what finished (the answers are
+        driven at the next edge)."""
+        while self.channel.now < math.ceil(edge * self.tck_per_cycle):
+            for done in self.channel.step():
+                request, answer, accepted = done.payload
+                if answer is not None:
+                    self.latencies.append((request, self.cycle + 1 - accepted))
+                    self.answer(*answer)

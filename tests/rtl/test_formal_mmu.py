@@ -109,3 +109,36 @@ def test_requests_tagged_with_slot_0_whatever_slot_they_hold(monkeypatch, varian
 def test_the_real_arbiter_keeps_mc_req_still_by_induction() -> None:
     outcome = sby.run(PROPERTIES["mc_req_stable"].harness("in_order"), "prove", 3)
     assert outcome.status == "PASS" and outcome.induction is not None, outcome.log[-2000:]
+
+
+def test_a_memory_size_beyond_the_address_space_is_ignored() -> None:
+    """Regression: the proof of protected_store found that a memory_size above 2**address_bits let a tensor run
+    past the top of memory and wrap to address 0, which the protection check (on unwrapped addresses) missed."""
+    from amaranth.sim import Simulator
+
+    from rtl.mmu.config import ConfigRegisters
+    from rtl.mmu.params import REG_MEMORY_SIZE
+
+    p = mmu.PARAMS
+    dut = ConfigRegisters(p)
+    seen = []
+
+    async def bench(ctx):
+        for value in (2 ** p.address_bits - 2, 2 ** p.address_bits + 1, 2 ** p.address_bits):
+            ctx.set(dut.write.valid, 1)
+            ctx.set(dut.write.payload, {"reg": REG_MEMORY_SIZE, "value": value})
+            await ctx.tick()
+            seen.append(ctx.get(dut.values.memory_size))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    top = 2 ** p.address_bits
+    assert seen == [top - 2, top - 2, top]
+
+
+def test_the_real_mmu_keeps_stores_out_of_protected_regions_where_the_wrap_showed() -> None:
+    # The wrap-around counterexample was found at step 6 of this BMC.
+    outcome = sby.run(PROPERTIES["protected_store"].harness("in_order"), "bmc", 7)
+    assert outcome.status == "PASS", outcome.log[-2000:]

@@ -52,8 +52,8 @@ class Internals:
     def signal(self, *path: str, name: str) -> Signal:
         """The signal called `name` that the statements of the submodule at `path` use."""
         fragment = self._fragment(path)
-        found = {signal for statements in fragment.statements.values() for statement in statements
+        found = {id(signal): signal for statements in fragment.statements.values() for statement in statements
                  for signal in (*statement._lhs_signals(), *statement._rhs_signals()) if signal.name == name}
         if len(found) != 1:
             raise KeyError(f"{len(found)} signals named {name!r} in {'.'.join(path)}")
-        return found.pop()
+        return found.popitem()[1]

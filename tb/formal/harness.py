@@ -1,8 +1,27 @@
-"""Parts every formal harness uses: the clock without reset, the stream rules as a checkable expression, a view
-into the elaborated design's hierarchy, and the free inputs."""
+"""Parts every formal harness uses: a property's record, the clock without reset, the stream rules as a
+checkable expression, a view into the elaborated design's hierarchy, and the free inputs."""
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from amaranth.asserts import AnySeq
-from amaranth.hdl import Assume, Fragment, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Assume, Elaboratable, Fragment, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
+
+
+@dataclass(frozen=True)
+class Property:
+    """A property of a block: `check(m, harness)` adds its assertions (its docstring says it in words),
+    `harness_of(variant, check)` builds the block in its environment for one variant (a parameter set)."""
+    name: str
+    check: Callable
+    harness_of: Callable[[str, Callable], Elaboratable]
+    variants: tuple[str, ...]
+    depth: int
+    """Steps `basedie prove` checks by default (basecase depth and longest induction tried): deeper than the step
+    at which the property's planted bug (tests/rtl/test_formal_*.py) shows, as deep as minutes of solver allow."""
+
+    def harness(self, variant: str) -> Elaboratable:
+        return self.harness_of(variant, self.check)
 
 
 def clocked(m: Module) -> None:

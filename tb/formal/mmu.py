@@ -9,7 +9,7 @@ from rtl.mmu import mmu
 from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
 
-from .harness import Internals, clocked, free, held
+from .harness import Internals, Property, clocked, free, held
 
 PARAMS = MMUParams(address_bits=6, data_bits=16, id_bits=2, queue_depth=2, gpu_outstanding=2, pending_entries=2,
                    max_sub_requests=2, protected_regions=2, buffer_address_bits=3)
@@ -319,35 +319,21 @@ FAIR = Environment(config_writes="none", fair=True)
 MIXED = {"policy": "mixed", "wrr_weight_gpu": WRR_WEIGHTS[0], "wrr_weight_pnm": WRR_WEIGHTS[1]}
 
 
-@dataclass(frozen=True)
-class Property:
-    name: str
-    check: object
-    environment: Environment = Environment()
-    variants: tuple[str, ...] = tuple(VARIANTS)
-    overrides: tuple[tuple[str, object], ...] = ()
-    depth: int = 12
-    """Steps `basedie prove` checks by default (basecase depth and longest induction tried): deeper than the step
-    at which the planted bug of tests/rtl/test_formal_mmu.py shows, as deep as a few minutes of solver allow."""
-
-    @property
-    def summary(self) -> str:
-        return " ".join(self.check.__doc__.split())
-
-    def harness(self, variant: str, params: MMUParams | None = None) -> Harness:
-        base = params if params is not None else VARIANTS[variant]
-        return Harness(replace(base, **dict(self.overrides)), self.environment, self.check)
+def harnesses(environment: Environment = Environment(), **overrides):
+    """The harnesses of one property: the variant's parameters with `overrides`, in `environment`."""
+    return lambda variant, check: Harness(replace(VARIANTS[variant], **overrides), environment, check)
 
 
+BOTH = tuple(VARIANTS)
 PROPERTIES = (
-    Property("gpu_once", gpu_once, depth=10),
-    Property("gpu_delivered", gpu_delivered, FAIR, ("in_order",), tuple(MIXED.items()), depth=GPU_BOUND + 8),
-    Property("pnm_once", pnm_once, depth=10),
-    Property("pnm_delivered", pnm_delivered, FAIR, ("in_order",), tuple(MIXED.items()), depth=PNM_BOUND + 7),
-    Property("protected_store", protected_store, Environment(config_writes="pnm_idle"), depth=10),
-    Property("wrr_bound", wrr_bound, Environment(config_writes="none"), overrides=tuple(MIXED.items()), depth=12),
-    Property("no_fifo_overflow", no_fifo_overflow, depth=12),
-    Property("mc_req_stable", mc_req_stable, depth=8),
-    Property("outputs_stable", outputs_stable, depth=12),
-    Property("responses_routed", responses_routed, depth=10),
+    Property("gpu_once", gpu_once, harnesses(), BOTH, depth=10),
+    Property("gpu_delivered", gpu_delivered, harnesses(FAIR, **MIXED), ("in_order",), depth=GPU_BOUND + 8),
+    Property("pnm_once", pnm_once, harnesses(), BOTH, depth=10),
+    Property("pnm_delivered", pnm_delivered, harnesses(FAIR, **MIXED), ("in_order",), depth=PNM_BOUND + 7),
+    Property("protected_store", protected_store, harnesses(Environment(config_writes="pnm_idle")), BOTH, depth=10),
+    Property("wrr_bound", wrr_bound, harnesses(Environment(config_writes="none"), **MIXED), BOTH, depth=12),
+    Property("no_fifo_overflow", no_fifo_overflow, harnesses(), BOTH, depth=12),
+    Property("mc_req_stable", mc_req_stable, harnesses(), BOTH, depth=8),
+    Property("outputs_stable", outputs_stable, harnesses(), BOTH, depth=12),
+    Property("responses_routed", responses_routed, harnesses(), BOTH, depth=10),
 )

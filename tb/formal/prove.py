@@ -3,9 +3,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import mmu, sby
+from . import dqb, mmu, sby
 
-PROPERTIES = {"mmu": mmu.PROPERTIES}
+PROPERTIES = {"mmu": mmu.PROPERTIES, "dqb": dqb.PROPERTIES}
 """The blocks with formal properties, and theirs."""
 
 

@@ -50,7 +50,8 @@ class Outcome:
     """Steps checked from reset (bmc, and the basecase of prove)."""
     seconds: float
     induction: int | None = None
-    """prove, PASS: induction steps smtbmc tried before the induction held (1: one transition)."""
+    """prove, PASS: the k of the k-induction that closed (1: the assertions hold after any one step from a state
+    where they held)."""
     failed_step: int | None = None
     failed_assertions: tuple[str, ...] = ()
     trace: Path | None = None
@@ -111,9 +112,10 @@ def _outcome(folder: Path, mode: str, depth: int, seconds: float, kept: bool) ->
                        trace=trace if kept else None, log=log)
     induction = None
     if status == "PASS" and mode == "prove":
-        # smtbmc -i tries induction at step `depth`, then one step earlier each time, until it holds.
+        # smtbmc -i checks the last step alone, then adds one earlier step (in which the assertions held) each
+        # time, until the assertions follow: closing at step s takes depth - s steps.
         tried = [int(s) for s in re.findall(r"induction: .*Trying induction in step (\d+)\.\.", log)]
-        induction = depth - min(tried) + 1 if tried else None
+        induction = depth - min(tried) if tried else None
     return Outcome(status, mode, depth, seconds, induction=induction, log=log)
 
 

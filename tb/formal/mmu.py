@@ -64,14 +64,15 @@ class Harness(Elaboratable):
             m.d.comb += Assume(held(m, port, name))
         for name in ("gpu_resp", "completion", "mc_req", "buf_rd", "buf_wr"):
             ready = getattr(dut, name).ready
-            m.d.comb += ready.eq(1) if env.fair else Assume(1)
-            if not env.fair:
+            if env.fair:
+                m.d.comb += ready.eq(1)
+            else:
                 free(m, ready)
-        self.pnm_in_flight = self._count(m, dut.pnm_instr, dut.completion, "pnm_in_flight")
+        pnm_in_flight = self._count(m, dut.pnm_instr, dut.completion, "pnm_in_flight")
         if env.config_writes == "none":
             m.d.comb += Assume(~dut.config.valid)
         elif env.config_writes == "pnm_idle":
-            m.d.comb += Assume(~dut.config.valid | ((self.pnm_in_flight == 0) & ~dut.pnm_instr.valid))
+            m.d.comb += Assume(~dut.config.valid | ((pnm_in_flight == 0) & ~dut.pnm_instr.valid))
         self._buffer(m)
         self._memory(m)
         self.gpu = self._track_gpu(m)
@@ -102,7 +103,7 @@ class Harness(Elaboratable):
         """The memory controller: one answer per request, a cycle after it or later, in request order, or (out of
         order) with the tag of any request still unanswered."""
         dut, p = self.dut, self.params
-        self.memory_waiting = waiting = self._count(m, dut.mc_req, dut.mc_resp, "memory_waiting")
+        waiting = self._count(m, dut.mc_req, dut.mc_resp, "memory_waiting")
         free(m, dut.mc_resp.valid, dut.mc_resp.payload)
         m.d.comb += Assume(held(m, dut.mc_resp, "mc_resp"))
         m.d.comb += Assume(~dut.mc_resp.valid | (waiting != 0))
@@ -162,7 +163,6 @@ class Tracked:
         self.age = Signal(COUNTER_BITS, name=f"{name}_tracked_age")
         self.accepted = accepted & (accepted_id == self.id)
         self.answered = answered & (answered_id == self.id)
-        self._m = m
         with m.If(self.accepted):
             m.d.sync += self.in_flight.eq(1)
         with m.Elif(self.answered):
@@ -170,14 +170,13 @@ class Tracked:
         m.d.sync += self.age.eq(0)
         with m.If(self.in_flight & (self.age != 2 ** COUNTER_BITS - 1)):
             m.d.sync += self.age.eq(self.age + 1)
-        self.kept = {}
 
     def remember(self, m: Module, **values) -> None:
+        """Keep each value as it was when the tracked request was accepted, as an attribute of that name."""
         for field, value in values.items():
             kept = Signal.like(value, name=f"{self.name}_tracked_{field}")
             with m.If(self.accepted):
                 m.d.sync += kept.eq(value)
-            self.kept[field] = kept
             setattr(self, field, kept)
 
 

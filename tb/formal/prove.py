@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import dqb, mmu, sby
+from .harness import Property
 
 PROPERTIES = {"mmu": mmu.PROPERTIES, "dqb": dqb.PROPERTIES}
 """The blocks with formal properties, and theirs."""
@@ -22,14 +23,15 @@ class Proof:
         if o.status == "PASS" and o.mode == "prove":
             return f"PROVED  k-induction closed (k={o.induction}); basecase {o.depth} steps"
         if o.status in ("PASS", "UNKNOWN"):
-            return f"PASS    no counterexample in {o.depth} steps (BMC){'; induction did not close' * (o.status == 'UNKNOWN')}"
+            unclosed = "; induction did not close" if o.status == "UNKNOWN" else ""
+            return f"PASS    no counterexample in {o.depth} steps (BMC){unclosed}"
         if o.status == "FAIL":
-            where = ", ".join(o.failed_assertions) or "?"
-            return f"FAIL    counterexample at step {o.failed_step}: {where}" + (f" (trace {o.trace})" if o.trace else "")
+            trace = f" (trace {o.trace})" if o.trace else ""
+            return f"FAIL    counterexample at step {o.failed_step}: {', '.join(o.failed_assertions) or '?'}{trace}"
         return f"ERROR   SBY did not finish: {o.log.strip().splitlines()[-1] if o.log.strip() else 'no log'}"
 
 
-def planned(block: str, names: list[str] | None = None) -> list[tuple[object, str]]:
+def planned(block: str, names: list[str] | None = None) -> list[tuple[Property, str]]:
     """(property, variant) pairs of `block`, all or those `names` selects; ValueError on an unknown name."""
     properties = PROPERTIES[block]
     known = [p.name for p in properties]

@@ -83,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_simulate(commands)
     _add_sweep(commands)
     _add_synth(commands)
+    _add_prove(commands)
     return parser
 
 
@@ -264,6 +265,52 @@ def _synth(args) -> int:
                   f"~{e['cell_area_um2'] * 1e-6:.4f} mm2  <= {e['max_clock_mhz']} MHz (ASAP7 estimate)")
     print(f"{len(runs)} synthesis runs written to {table}")
     return 0
+
+
+def _add_prove(commands) -> None:
+    prove = commands.add_parser(
+        "prove", help="check the blocks' formal properties with SymbiYosys (BMC and k-induction)",
+        description="Check each formal property of a block (docs/formal.md) as its own SymbiYosys job: k-induction "
+                    "with its basecase to --depth steps, and report PROVED (induction closed), PASS (no "
+                    "counterexample to that depth) or FAIL (with the failing assertion). Exit code 1 on a FAIL.")
+    prove.add_argument("blocks", nargs="*", metavar="BLOCK", help="blocks with properties (default: all of them)")
+    prove.add_argument("--depth", type=int, default=None, metavar="N",
+                       help="steps from reset (and induction length) for every property (default: each one's own)")
+    prove.add_argument("--property", action="append", default=None, metavar="NAME",
+                       help="only this property (repeatable; one block)")
+    prove.add_argument("--bmc", action="store_true", help="bounded model checking only (no induction)")
+    prove.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                       help="keep each job's folder (model, logs, counterexample VCD) under DIR/<block>/<property>")
+    prove.set_defaults(run=_prove)
+
+
+def _prove(args) -> int:
+    from tb.formal.prove import PROPERTIES, planned, prove
+    from tb.formal.sby import ToolMissing
+
+    blocks = args.blocks or list(PROPERTIES)
+    for block in blocks:
+        if block not in PROPERTIES:
+            raise UsageError(f"no formal properties for {block!r} (blocks with some: {', '.join(PROPERTIES)})")
+    if args.depth is not None and args.depth < 1:
+        raise UsageError(f"--depth must be >= 1, got {args.depth}")
+    if args.property and len(blocks) != 1:
+        raise UsageError("--property applies to one block; name it")
+    try:
+        for block in blocks:
+            planned(block, args.property)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    failures = 0
+    try:
+        for block in blocks:
+            for proof in prove(block, args.property, args.depth, "bmc" if args.bmc else "prove", args.keep):
+                print(f"{proof.block}  {proof.name:<17} {proof.variant:<13} {proof.verdict()}  "
+                      f"({proof.outcome.seconds:.1f} s)", flush=True)
+                failures += proof.outcome.status in ("FAIL", "ERROR")
+    except ToolMissing as error:
+        raise UsageError(str(error)) from None
+    return 1 if failures else 0
 
 
 def _add_bench_options(parser: argparse.ArgumentParser) -> None:

@@ -57,7 +57,8 @@ class SZRequestGenerator(wiring.Component):
     A GPU request waits one cycle in a lookup register (table match and group index), then leaves as at
     most three memory requests, one per cycle: a scale fill on a scale miss, a zero-point fill on a zero
     miss, then the GPU's own read or store. With S/Z hits a request leaves every cycle. A store invalidates
-    an S/Z line holding its beat, and any configuration write invalidates the whole buffer.
+    an S/Z line holding its beat, and any configuration write invalidates the whole buffer (once the request
+    `mc_req` offers, if any, is taken).
     """
 
     def __init__(self, params: DQBParams) -> None:
@@ -141,8 +142,16 @@ class SZRequestGenerator(wiring.Component):
         # Every read issued is logged; a store, which gets no response, is not.
         m.d.comb += self.history.valid.eq(issued & ~(done & store))
 
+        # A config write empties the directories, but not under a request offered on mc_req and not yet taken:
+        # the emptied directory would turn it into another request (a fill) before the memory controller took
+        # it, against the stream rules (found by the formal proof `dqb mc_req_stable`, docs/formal.md). The
+        # flush waits for that request to be taken.
+        stalled = self.mc_req.valid & ~self.mc_req.ready
+        flush_waiting = Signal()
+        flush = (self.config.valid | flush_waiting) & ~stalled
+        m.d.sync += flush_waiting.eq((self.config.valid | flush_waiting) & stalled)
         for directory in (scales, zeros):
-            m.d.comb += [directory.flush.eq(self.config.valid), directory.invalidate.eq(done & store),
+            m.d.comb += [directory.flush.eq(flush), directory.invalidate.eq(done & store),
                          directory.invalidate_beat.eq(request.address >> beat_shift)]
         m.d.comb += [scales.allocate.eq(issued & fill_scale), zeros.allocate.eq(issued & fill_zero)]
         return m

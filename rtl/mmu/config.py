@@ -46,7 +46,9 @@ class ConfigRegisters(wiring.Component):
         written = {REG_POLICY: (values.policy, value < len(POLICIES)),
                    REG_WEIGHT_GPU: (values.weight_gpu, (value != 0) & (value < 2 ** WEIGHT_WIDTH)),
                    REG_WEIGHT_PNM: (values.weight_pnm, (value != 0) & (value < 2 ** WEIGHT_WIDTH)),
-                   REG_MEMORY_SIZE: (values.memory_size, 1)}
+                   # Above the address space a tensor's requests would wrap to address 0, past the protection
+                   # check (found by the formal proof protected_store, docs/formal.md).
+                   REG_MEMORY_SIZE: (values.memory_size, value <= 2 ** self.params.address_bits)}
         for i in range(self.params.protected_regions):
             written[REG_REGION_BASE + 2 * i] = (values.region_base[i], 1)
             written[REG_REGION_LIMIT + 2 * i] = (values.region_limit[i], 1)

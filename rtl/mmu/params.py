@@ -15,7 +15,7 @@ WEIGHT_WIDTH = 8
 REG_POLICY = 0          # 0 prefill_first, 1 decode_first, 2 mixed (3 is ignored)
 REG_WEIGHT_GPU = 1      # WRR grants in a row for the GPU, 1..255 (0 is ignored)
 REG_WEIGHT_PNM = 2      # WRR grants in a row for the PNM, 1..255 (0 is ignored)
-REG_MEMORY_SIZE = 3     # bytes of configured memory; PNM accesses must end at or below it
+REG_MEMORY_SIZE = 3     # bytes of configured memory, at most 2**address_bits; PNM accesses must end at or below it
 REG_REGION_BASE = 4     # + 2*i: base byte address of protected (model-parameter) region i
 REG_REGION_LIMIT = 5    # + 2*i: end byte address (exclusive) of region i; limit <= base disables it
 

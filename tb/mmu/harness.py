@@ -145,7 +145,7 @@ class Harness:
         await self.sources["config"].wait()
         await ClockCycles(self.dut.clk, 2)
         if reg == REG_MEMORY_SIZE:
-            self.memory_size = value
+            self.memory_size = value if value <= 2 ** self.params.address_bits else self.memory_size
         elif reg >= REG_REGION_BASE and reg < REG_REGION_BASE + 2 * self.params.protected_regions:
             i = (reg - REG_REGION_BASE) // 2
             lo, hi = self.regions[i]

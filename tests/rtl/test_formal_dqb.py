@@ -1,0 +1,41 @@
+"""The DQB's formal properties can fail (docs/formal.md): the bug the proof of `mc_req_stable` found, put back,
+and response registers that ignore back-pressure, must each give a counterexample."""
+from amaranth.hdl import Const
+
+from rtl.dqb import dqb as rtl_dqb
+from rtl.dqb import processing
+from tb.formal import dqb, sby
+
+PROPERTIES = {p.name: p for p in dqb.PROPERTIES}
+
+
+def bmc(name: str, depth: int) -> sby.Outcome:
+    return sby.run(PROPERTIES[name].harness("small"), "bmc", depth)
+
+
+def test_a_config_write_that_empties_the_sz_directory_under_a_waiting_request(monkeypatch) -> None:
+    """Regression: before the fix the directory was emptied at once, turning a zero-point fill that waited on
+    `mc_req` into a scale fill (counterexample at step 4)."""
+    class Hasty(rtl_dqb.SZRequestGenerator):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            m.d.comb += [m.submodules.scales.flush.eq(self.config.valid),
+                         m.submodules.zeros.flush.eq(self.config.valid)]
+            return m
+    monkeypatch.setattr(rtl_dqb, "SZRequestGenerator", Hasty)
+    outcome = bmc("mc_req_stable", 6)
+    assert outcome.status == "FAIL" and outcome.failed_step <= 5, outcome.log[-2000:]
+
+
+def test_the_real_dqb_keeps_mc_req_still_where_the_bug_showed() -> None:
+    outcome = bmc("mc_req_stable", 6)
+    assert outcome.status == "PASS", outcome.log[-2000:]
+
+
+def test_response_registers_that_ignore_back_pressure_move_a_waiting_response(monkeypatch) -> None:
+    # The registers that carry each beat's valid, control and raw data to gpu_resp advance every cycle.
+    delayed = processing.delayed
+    monkeypatch.setattr(processing, "delayed",
+                        lambda m, advance, value, stages, name: delayed(m, Const(1), value, stages, name))
+    outcome = bmc("gpu_resp_stable", 15)   # the first beat reaches gpu_resp at step 14 at the earliest
+    assert outcome.status == "FAIL" and outcome.failed_assertions, outcome.log[-2000:]

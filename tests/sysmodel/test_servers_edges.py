@@ -176,3 +176,26 @@ def test_a_wake_that_cannot_shorten_the_block_leaves_its_end_in_place() -> None:
     loop.run()
     assert a.token_times[1:] == [1.0, 2.0, 3.0, 4.0]
     assert b.token_times[1:] == [5.0, 6.0] and c.token_times[1:] == [6.0, 7.0]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_block_runs_to_the_next_finishing_request_unless_a_request_can_join(shared: bool) -> None:
+    # One iteration of 1 s per block element; a batch of one. a has 3 tokens to go: one block of 3 iterations
+    # reading 8 + 1, 9 + 1, 10 + 1 tokens. b arrives at 1.5 but the batch is full: a's block is not cut, and b
+    # decodes after it (a block of 2). On a memory shared with nobody busy, the same blocks.
+    reads = []
+
+    def cost(work, scale=1.0, loads=None, share=None) -> Cost:
+        reads.append(np.atleast_1d(work.kv_read).tolist())
+        return Cost(per_iteration(1.0, work), 0.0, 0.0, 0.0, per_iteration(1.0, work))
+
+    loop = EventLoop()
+    memory = SharedMemory(MemoryTier("m", 1, 1.0, 0.0, 0.0)) if shared else None
+    server = DecodeServer(loop, "decode", cost, account(), memory, kv=KVPool(100, "pool"), max_batch=1,
+                          finished=lambda request: None)
+    a, b = decoded(Request(0, 0.0, 8, 4), 8), decoded(Request(1, 0.0, 8, 3), 8)
+    server.submit(a)
+    loop.at(1.5, lambda: server.submit(b))
+    loop.run()
+    assert reads == [[9, 10, 11], [9, 10]]
+    assert a.token_times[1:] == [1.0, 2.0, 3.0] and b.token_times[1:] == [4.0, 5.0]

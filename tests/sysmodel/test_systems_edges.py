@@ -15,7 +15,7 @@ from sysmodel.errors import ConfigError
 from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures
 from sysmodel.hardware import NVLINK5, PAPER_HARDWARE, Link
 from sysmodel.hbf.layout import PRESETS as LAYOUTS, Layout
-from sysmodel.llm import LLAMA2_70B, LLM
+from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B
 from sysmodel.operators import Shard, decode_work, prefill_work
 from sysmodel.perf import perf_model
 from sysmodel.presets import PRESETS
@@ -149,7 +149,22 @@ def test_the_kv_pool_of_an_hbf_layout_is_the_tier_the_kv_lives_in_less_what_else
         free = 3 * 36 * 2**30 - layout.hbm_resident_bytes(shard) - in_hbm
     else:
         free = 512 * 2**30 - layout.hbf_weight_bytes(shard) - (prefix_bytes - in_hbm)
-    assert kv_pool(setting, shard, "pool").capacity == free // KV_PER_TOKEN
+    pool = kv_pool(setting, shard, "pool")
+    assert (pool.capacity, pool.name) == (free // KV_PER_TOKEN, "pool")
+
+
+def test_an_hbf_kv_region_filled_by_the_weights_is_refused_and_one_byte_left_is_an_empty_pool(table) -> None:
+    shard = Shard(LLAMA2_70B, 1)
+    weights = Layout("probe", hbm_stacks=3, hbf_stacks=1, weights="hbf").hbf_weight_bytes(shard)
+
+    def pool(hbf_bytes: float):
+        layout = Layout("full", hbm_stacks=3, hbf_stacks=1, hbf_stack_gib=hbf_bytes / 2**30, weights="hbf", kv="hbf")
+        setting = Setting(replace(layout.hardware(PAPER_HARDWARE), gpus=1), LLAMA2_70B, table, layout=layout)
+        return kv_pool(setting, shard, "pool")
+    with pytest.raises(ConfigError) as error:
+        pool(weights)
+    assert str(error.value) == "LLaMA2-70B: layout full leaves no HBF for the KV cache"
+    assert pool(weights + 1).capacity == 0
 
 
 # --- Quantized weights ---
@@ -165,6 +180,8 @@ def test_quantized_weights_leave_their_saving_to_the_kv_cache(table) -> None:
     assert weights < 0.3 * shard.weight_bytes          # 4-bit linear layers: about a quarter of FP16's bytes
     assert setting.weight_bytes(shard) == weights
     assert Setting(A100, LLAMA2_70B, table).weight_bytes(shard) == shard.weight_bytes
+    moe = Shard(QWEN3_235B_A22B, 8)              # FP16 experts: every one of them, not one MLP's worth
+    assert Setting(PAPER_HARDWARE, QWEN3_235B_A22B, table).weight_bytes(moe) == moe.weight_bytes
     per_token = KV_PER_TOKEN // 8
     assert kv_pool(setting, shard, "pool").capacity == (40e9 - weights) // per_token
     executor = gpu_execution(setting, shard)
@@ -235,7 +252,44 @@ def test_an_sm_partitions_prefill_and_decode_share_the_memory_when_both_are_memo
 
 # --- Accounts ---
 
-def test_a_single_gpu_is_accounted_as_the_gpu(table) -> None:
+def test_one_gpu_is_accounted_as_the_gpu_and_two_as_chunked_prefill(table) -> None:
     small = LLM("small", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128, vocab=100, gated_mlp=True)
     built = build("gpu", Setting(PAPER_HARDWARE, small, table), EventLoop())
     assert [(a.name, a.peak_flops, a.bandwidth) for a in built.accounts] == [("GPU", 2.5e15, 16e12)]
+    built = build("chunked", Setting(replace(PAPER_HARDWARE, gpus=2), small, table), EventLoop())
+    assert [(a.name, a.peak_flops, a.bandwidth) for a in built.accounts] == [("chunked prefill", 5e15, 32e12)]
+
+
+# --- Refusals ---
+
+def test_a_setting_refuses_no_batch_no_chunk_and_quantized_weights_in_hbf(table) -> None:
+    Setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1, chunk_tokens=1)      # the smallest of each
+    for change, message in [({"max_batch": 0}, "max batch must be >= 1, got 0"),
+                            ({"chunk_tokens": 0}, "chunk size must be >= 1 token"),
+                            ({"quantization": W4, "layout": LAYOUTS["B"]},
+                             "quantized weights in an HBF package layout are not modelled (use --weights fp16 with "
+                             "--memory)")]:
+        with pytest.raises(ConfigError) as error:
+            Setting(PAPER_HARDWARE, LLAMA2_70B, table, **change)
+        assert str(error.value) == message
+
+
+def test_an_unknown_system_is_refused_with_the_known_ones(table) -> None:
+    with pytest.raises(ConfigError) as error:
+        build("nonesuch", Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    assert str(error.value) == ("unknown system 'nonesuch'; choose one of duopd, pd-1:1, pd-3:1, chunked, sm-9:1, "
+                                "sm-7:3, sm-5:5, gpu")
+
+
+def test_hbf_is_refused_where_servers_share_a_memory_and_a_kv_cache_in_hbf_outside_chunked_and_gpu(table) -> None:
+    def setting(layout: Layout) -> Setting:
+        return Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
+    with pytest.raises(ConfigError) as error:
+        build("duopd", setting(LAYOUTS["B"]), EventLoop())
+    assert str(error.value) == ("HBF is modelled for systems whose servers do not share a memory tier (chunked, gpu, "
+                                "pd-*), not duopd (docs/hbf.md, 'Systems')")
+    with pytest.raises(ConfigError) as error:
+        build("pd-1:1", setting(Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")), EventLoop())
+    assert str(error.value) == ("a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server "
+                                "holds the KV), not pd-1:1 (docs/hbf.md, 'Systems')")
+    assert build("duopd", setting(LAYOUTS["A"]), EventLoop()).accounts       # all HBM: any system

@@ -57,17 +57,17 @@ def test_a_memory_bound_pnm_asks_for_the_whole_stack_and_a_halved_share_doubles_
     # 1e6 MACs per lane-cycle: the lanes never wait; 1 GB/s: 1,536 bytes take 1.536 µs.
     fast_lanes = pnm(1, stack_bandwidth=1e9, macs=1e6)
     cost = fast_lanes.cost(WORK)
-    assert cost.seconds == pytest.approx(BYTES / 1e9, rel=1e-9)
-    assert cost.offered == pytest.approx(1.0, rel=1e-9)
-    assert fast_lanes.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * BYTES / 1e9, rel=1e-9)
+    assert cost.seconds == pytest.approx(BYTES / 1e9, rel=1e-9, abs=0)
+    assert cost.offered == pytest.approx(1.0, rel=1e-9, abs=0)
+    assert fast_lanes.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * BYTES / 1e9, rel=1e-9, abs=0)
 
 
 def test_tensor_parallel_pnms_pay_two_inter_pnm_and_two_link_all_reduces_per_layer() -> None:
     # TP2: each layer all-reduces the 4 tokens' 8 activations (64 B) after attention and after the MLP, between
     # the GPU's PNMs (0.5 µs each) and over NVLink (a ring of 2 sends 2 · ½ · 64 B per GPU: 64 ns at 1 GB/s).
     base = pnm(2).cost(WORK)
-    assert pnm(2, all_reduce_s=0.5e-6).cost(WORK).seconds - base.seconds == pytest.approx(2 * 0.5e-6, rel=1e-9)
-    assert pnm(2, link_bandwidth=1e9).cost(WORK).seconds - base.seconds == pytest.approx(2 * 64e-9, rel=1e-9)
+    assert pnm(2, all_reduce_s=0.5e-6).cost(WORK).seconds - base.seconds == pytest.approx(2 * 0.5e-6, rel=1e-9, abs=0)
+    assert pnm(2, link_bandwidth=1e9).cost(WORK).seconds - base.seconds == pytest.approx(2 * 64e-9, rel=1e-9, abs=0)
     # Link bytes: 2 all-reduces × 64 B per GPU, 2 GPUs; none at TP1.
     assert base.link_bytes == 2 * 64 * 2 and pnm(1).cost(WORK).link_bytes == 0
 
@@ -122,12 +122,14 @@ def test_a_gpu_iteration_counts_its_flops_bytes_and_all_reduce_link_bytes(tp: in
 def test_a_gpu_partition_computes_at_its_sm_share_and_a_halved_bandwidth_share_doubles_memory_time() -> None:
     # Compute-bound (1 kFLOP/s, endless bandwidth): half the SMs take twice as long, 5,056 FLOPs / 500 FLOP/s.
     compute_bound = one_gpu_kind(1e3, 1e30, 1)
-    assert GPUExecution(compute_bound, Shard(PAIR, 1), 0.5).cost(WORK).seconds == pytest.approx(5056 / 500, rel=1e-12)
+    half_the_sms = GPUExecution(compute_bound, Shard(PAIR, 1), 0.5)
+    assert half_the_sms.cost(WORK).seconds == pytest.approx(5056 / 500, rel=1e-12, abs=0)
     # Memory-bound (endless FLOP/s, 1 GB/s): the whole stack asked for; at half the bandwidth, twice the time.
     memory_bound = GPUExecution(one_gpu_kind(1e30, 1e9, 1), Shard(PAIR, 1))
     cost = memory_bound.cost(WORK)
-    assert cost.seconds == pytest.approx(2656 / 1e9, rel=1e-12) and cost.offered == pytest.approx(1.0, rel=1e-12)
-    assert memory_bound.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12)
+    assert cost.seconds == pytest.approx(2656 / 1e9, rel=1e-12, abs=0)
+    assert cost.offered == pytest.approx(1.0, rel=1e-12, abs=0)
+    assert memory_bound.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize(("fraction", "refused"), [(0.0, True), (1e-3, False), (1.0, False), (1.5, True)])
@@ -152,7 +154,7 @@ def test_a_block_with_per_operator_shares_is_priced_as_each_iteration_alone() ->
     block = gpu.cost(decode_work(4, np.array([10, 20])), share=half_when_busy)
     alone = [gpu.cost(decode_work(4, context), share=half_when_busy) for context in (10, 20)]
     np.testing.assert_allclose(block.seconds, [a.seconds for a in alone], rtol=1e-12)
-    assert alone[0].seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12)     # every operator at half its bandwidth
+    assert alone[0].seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12, abs=0)    # every operator at half bandwidth
 
 
 def test_the_measured_model_adds_each_layers_rope_and_residual_adds() -> None:
@@ -170,7 +172,7 @@ def test_the_measured_model_adds_each_layers_rope_and_residual_adds() -> None:
     work, shard = decode_work(64, 6400), Shard(LLAMA2_70B, 8)
     with_extra = GPUExecution(h100, shard, perf=measured).cost(work).seconds
     without = GPUExecution(h100, shard, perf=WithoutExtraKernels()).cost(work).seconds
-    assert with_extra - without == pytest.approx(80 * 0.006e-3, rel=1e-9)
+    assert with_extra - without == pytest.approx(80 * 0.006e-3, rel=1e-9, abs=0)
 
 
 def test_the_array_entry_has_the_lanes_clock() -> None:

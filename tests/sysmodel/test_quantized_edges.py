@@ -39,7 +39,7 @@ def test_the_family_switches_to_its_split_kernel_at_split_from_for_one_m_and_for
     for i, m in enumerate(ms):
         one = (fused if m < 64 else split).cost(int(m), K, N, bandwidth)
         for field in range(5):
-            assert block[field][i] == pytest.approx(one[field], rel=1e-12), (m, field)
+            assert block[field][i] == pytest.approx(one[field], rel=1e-12, abs=0), (m, field)
 
 
 @pytest.mark.parametrize("dequant", ["gpu", "gpu-fused", "gpu-split", "dqb"])
@@ -50,17 +50,17 @@ def test_every_path_streams_its_weights_at_the_bandwidth_it_is_given(table, dequ
     full, half = gemm.cost(1, K, N, BANDWIDTH), gemm.cost(1, K, N, BANDWIDTH / 2)
     if dequant == "dqb":         # the DRAM side: DQB and link bounds do not follow the bandwidth given
         assert gemm.dqb_bounds(1, K, N, BANDWIDTH / 2)["dram"] == pytest.approx(
-            2 * gemm.dqb_bounds(1, K, N, BANDWIDTH)["dram"], rel=1e-12)
+            2 * gemm.dqb_bounds(1, K, N, BANDWIDTH)["dram"], rel=1e-12, abs=0)
     else:
-        assert half.memory_s == pytest.approx(2 * full.memory_s, rel=1e-12)
+        assert half.memory_s == pytest.approx(2 * full.memory_s, rel=1e-12, abs=0)
 
 
 def test_an_fp16_gemm_is_bound_by_the_longer_of_its_bytes_and_its_tensor_time_memory_on_a_tie() -> None:
     fp16 = GemmModel(A100_PCIE_40GB, Quantization())
     # M = 1: 2·K·N + 2·(K + N) bytes at 1,555 GB/s against one 16-row MMA tile, 2·16·K·N / 312 TFLOP/s.
     one = fp16.cost(1, K, N)
-    assert one.memory_s == pytest.approx((2 * K * N + 2 * (K + N)) / BANDWIDTH, rel=1e-12)
-    assert one.tensor_s == pytest.approx(2 * 16 * K * N / 312e12, rel=1e-12)
+    assert one.memory_s == pytest.approx((2 * K * N + 2 * (K + N)) / BANDWIDTH, rel=1e-12, abs=0)
+    assert one.tensor_s == pytest.approx(2 * 16 * K * N / 312e12, rel=1e-12, abs=0)
     assert (one.bound, one.cuda_s, one.seconds) == ("memory", 0.0, one.memory_s)
     big = fp16.cost(4096, K, N)
     assert (big.bound, big.seconds) == ("tensor", big.tensor_s)
@@ -76,7 +76,7 @@ def test_a_gpu_without_cuda_core_figures_runs_fp16_and_dqb_gemms_with_unpadded_r
     # The paper's GPU has no CUDA-core figures: its FP16 GEMM needs none, and no MMA tile pads its rows.
     fp16 = GemmModel.build(PAPER_GPU, Quantization(), table)
     assert (fp16.gpu, fp16.power_w()) == (PAPER_GPU, 1400.0)
-    assert fp16.cost(3, K, N).tensor_s == pytest.approx(2 * 3 * K * N / 2.5e15, rel=1e-12)
+    assert fp16.cost(3, K, N).tensor_s == pytest.approx(2 * 3 * K * N / 2.5e15, rel=1e-12, abs=0)
     # Nor does the DQB path (the DQBs dequantize, the GPU runs an FP16 GEMM).
     no_cores = dataclasses.replace(A100_PCIE_40GB, cores=None)
     assert GemmModel.build(no_cores, Quantization("w4a16", 128, "dqb"), table).cost(1, K, N).seconds > 0
@@ -109,9 +109,9 @@ def test_the_dqb_bound_is_the_busier_side_plus_the_bypassed_bytes() -> None:
                          bypass_beats_per_cycle=2.0, beat_bytes=64)
     gemm = GemmModel(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), 0.2, figures)
     beats = 80 * 64 * 328e6
-    assert gemm.dqb_bounds(1, 128, 128)["dqb"] == pytest.approx((81920 + 1152) / beats, rel=1e-12)
+    assert gemm.dqb_bounds(1, 128, 128)["dqb"] == pytest.approx((81920 + 1152) / beats, rel=1e-12, abs=0)
     cost = gemm.cost(1, 128, 128)
-    assert cost.tensor_s == pytest.approx(2 * 16 * 128 * 128 / 312e12, rel=1e-12) and cost.cuda_s == 0.0
+    assert cost.tensor_s == pytest.approx(2 * 16 * 128 * 128 / 312e12, rel=1e-12, abs=0) and cost.cuda_s == 0.0
     assert gemm.cost(np.array([1, 2]), 128, 128).bound == "mixed"
 
 
@@ -120,7 +120,7 @@ def test_cuda_core_time_by_hand() -> None:
     # clock: 128 issue, 64 INT32, 128 FP16x2): issue 17 clocks, INT32 10, FP16x2 12; the busiest, 17, over 108 SMs
     # at 1.41 GHz.
     gemm = GemmModel(A100_PCIE_40GB, Quantization())
-    assert gemm.cuda_s(1024, AWQ_V1_INT4) == pytest.approx(17 / (108 * 1.41e9), rel=1e-12)
+    assert gemm.cuda_s(1024, AWQ_V1_INT4) * (108 * 1.41e9) == pytest.approx(17, rel=1e-12, abs=0)      # in SM clocks
 
 
 @pytest.mark.parametrize(("args", "message"), [

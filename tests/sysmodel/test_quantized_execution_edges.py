@@ -52,15 +52,15 @@ def test_one_gpu_adds_its_gemms_the_other_operators_and_the_fp16_lm_head() -> No
     # Head: final norm 128, LM head (8, 4) as FP16: 3 × 32 = 96. In all 1,440 bytes, each at 1 GB/s.
     quantized, gemm = executor(1)
     cost = quantized.cost(WORK)
-    assert cost.seconds == pytest.approx(1440 / BANDWIDTH, rel=1e-12) and cost.hbm_bytes == 1440
-    assert cost.offered == pytest.approx(1.0, rel=1e-12) and cost.link_bytes == 0
+    assert cost.seconds == pytest.approx(1440 / BANDWIDTH, rel=1e-12, abs=0) and cost.hbm_bytes == 1440
+    assert cost.offered == pytest.approx(1.0, rel=1e-12, abs=0) and cost.link_bytes == 0
     # FLOPs: qkv 1,536, attention 320, o_proj 512, MLP 2,048, norms 2 × 128 + 128, LM head 256.
     assert cost.flops == 1536 + 320 + 512 + 2048 + 384 + 256
     assert gemm.calls == [(4, 8, 24, BANDWIDTH), (4, 8, 8, BANDWIDTH), (4, 8, 16, BANDWIDTH), (4, 16, 8, BANDWIDTH),
                           ("fp16", 4, 8, 4, BANDWIDTH)]
     # Half the bandwidth: every GEMM is asked at it, and everything takes twice as long.
     gemm.calls.clear()
-    assert quantized.cost(WORK, 0.5).seconds == pytest.approx(2 * 1440 / BANDWIDTH, rel=1e-12)
+    assert quantized.cost(WORK, 0.5).seconds == pytest.approx(2 * 1440 / BANDWIDTH, rel=1e-12, abs=0)
     assert {call[-1] for call in gemm.calls} == {BANDWIDTH / 2}
 
 
@@ -70,9 +70,9 @@ def test_two_gpus_split_the_gemms_and_pay_a_ring_all_reduce_per_layer() -> None:
     # 2 × 4 tokens × 8 × 2 B = 128 B over a ring of 2: 2 · ½ · 128 B at 1 GB/s per GPU, 128 B of link each.
     quantized, gemm = executor(2, link_bandwidth=1e9)
     cost = quantized.cost(WORK)
-    assert cost.seconds == pytest.approx(912 / BANDWIDTH + 128 / 1e9, rel=1e-12)
+    assert cost.seconds == pytest.approx(912 / BANDWIDTH + 128 / 1e9, rel=1e-12, abs=0)
     assert cost.hbm_bytes == 2 * 912 and cost.link_bytes == 2 * 128
-    assert cost.offered == pytest.approx(912 / 1040, rel=1e-12)      # 912 B per GPU in 1,040 ns at 1 GB/s
+    assert cost.offered == pytest.approx(912 / 1040, rel=1e-12, abs=0)      # 912 B per GPU in 1,040 ns at 1 GB/s
     assert cost.flops == 2 * (768 + 160 + 256 + 1024 + 384 + 128)
     assert [call[1:3] for call in gemm.calls[:4]] == [(8, 12), (4, 8), (8, 8), (8, 8)]
 

@@ -78,7 +78,7 @@ def scale(factor: float, offered):
 def test_the_share_is_granted_over_offered_never_above_one_nor_below_the_floor(factor: float, share: float) -> None:
     # A quarter of the offer granted is a quarter share; twice the offer is still all of it (a source never
     # streams faster than it asked); nothing granted is the floor that keeps the iteration's time finite.
-    assert scale(factor, 0.5) == pytest.approx(share, rel=1e-12)
+    assert scale(factor, 0.5) == pytest.approx(share, rel=1e-12, abs=0)
     # A block of iterations: each its own; an iteration that offers nothing takes no share from anyone: 1.
     np.testing.assert_allclose(scale(factor, np.array([0.0, 0.5, 0.25])), [1.0, share, share], rtol=1e-12)
 

@@ -64,14 +64,14 @@ def test_a_kv_transfer_longer_than_the_prefill_starts_after_the_first_layer_and_
     prefill_s = GPUExecution(hardware, Shard(LLAMA2_70B, 4)).cost(prefill_work(1024)).seconds
     transfer_s = 1024 * KV_PER_TOKEN / (4 * 1e9)
     assert prefill_s < transfer_s
-    assert r0.decode_ready == pytest.approx(prefill_s / 80 + transfer_s, rel=1e-12)
-    assert r1.decode_ready == pytest.approx(1.0 + prefill_s / 80 + transfer_s, rel=1e-12)
+    assert r0.decode_ready == pytest.approx(prefill_s / 80 + transfer_s, rel=1e-12, abs=0)
+    assert r1.decode_ready == pytest.approx(1.0 + prefill_s / 80 + transfer_s, rel=1e-12, abs=0)
     # r2's prefill follows r1's (1 + P → 1 + 2P); its first layer is done at 1 + P + P/80, but the link is busy
     # with r1's KV until 1 + P/80 + T.
-    assert r2.prefill_start == pytest.approx(1.0 + prefill_s, rel=1e-12)
-    assert r2.decode_ready == pytest.approx(1.0 + prefill_s / 80 + 2 * transfer_s, rel=1e-12)
+    assert r2.prefill_start == pytest.approx(1.0 + prefill_s, rel=1e-12, abs=0)
+    assert r2.decode_ready == pytest.approx(1.0 + prefill_s / 80 + 2 * transfer_s, rel=1e-12, abs=0)
     link = next(a for a in built.accounts if a.device == "link")
-    assert link.busy_s == pytest.approx(3 * transfer_s, rel=1e-12)
+    assert link.busy_s == pytest.approx(3 * transfer_s, rel=1e-12, abs=0)
     assert link.link_bytes == 3 * 1024 * KV_PER_TOKEN
 
 
@@ -222,16 +222,16 @@ def test_every_executor_prices_with_the_settings_performance_model(table) -> Non
     shard = Shard(LLAMA2_70B, 8)
     _, (request,) = run("duopd", setting, [(0.0, 1024, 2)])
     assert request.first_token == pytest.approx(
-        GPUExecution(PAPER_HARDWARE, shard, perf=perf).cost(prefill_work(1024)).seconds, rel=1e-12)
+        GPUExecution(PAPER_HARDWARE, shard, perf=perf).cost(prefill_work(1024)).seconds, rel=1e-12, abs=0)
     pnm = PNMExecution(PAPER_HARDWARE, shard, PNMFigures.from_verified(table, PAPER_HARDWARE.pnm),
                        MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE), perf)
     assert request.token_times[1] - request.first_token == pytest.approx(
-        pnm.cost(decode_work(1, 1025)).seconds, rel=1e-12)
+        pnm.cost(decode_work(1, 1025)).seconds, rel=1e-12, abs=0)
     assert pnm.cost(decode_work(1, 1025)).seconds > PNMExecution(
         PAPER_HARDWARE, shard, pnm.figures, pnm.mmu).cost(decode_work(1, 1025)).seconds
     _, (request,) = run("sm-7:3", setting, [(0.0, 1024, 2)])
     assert request.first_token == pytest.approx(
-        GPUExecution(PAPER_HARDWARE, shard, 0.7, perf).cost(prefill_work(1024)).seconds, rel=1e-12)
+        GPUExecution(PAPER_HARDWARE, shard, 0.7, perf).cost(prefill_work(1024)).seconds, rel=1e-12, abs=0)
 
 
 # --- SM partitions share their GPUs' memory ---

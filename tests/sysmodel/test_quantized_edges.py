@@ -157,3 +157,14 @@ def test_a_table_without_the_dqb_or_its_figures_names_what_is_missing(table) -> 
     assert str(error.value) == (f"no measured S/Z fraction for group size 3 (4-bit); measured: "
                                 f"{', '.join(map(str, measured))}")
     assert len(measured) >= 2
+
+
+def test_a_dqb_gemm_whose_stream_and_tensor_times_tie_is_tensor_bound() -> None:
+    # 16 rows × 128 × 128 INT4 without S/Z: 8,192 packed bytes + 2·16·256 = 8,192 of activations in and out over
+    # 16,384 B/s of DRAM, and 2·16·128·128 = 524,288 FLOPs at 524,288 FLOP/s: one second each; DQBs and link are
+    # not binding.
+    gpu = dataclasses.replace(A100_PCIE_40GB, flops=524288.0, stacks=1, stack=MemoryTier("s", 1e9, 16384.0, 0.0, 0.0))
+    figures = DQBFigures(latency_cycles=0, output_beats_per_cycle=1e9, memory_beats_per_cycle=1e9,
+                         bypass_beats_per_cycle=1e9, beat_bytes=64)
+    cost = GemmModel(gpu, Quantization("w4a16", 128, "dqb", link_expanded=False), 0.0, figures).cost(16, 128, 128)
+    assert (cost.memory_s, cost.tensor_s, cost.bound) == (1.0, 1.0, "tensor")

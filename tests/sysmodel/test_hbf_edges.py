@@ -1,0 +1,68 @@
+"""The HBF modules' edges checked against numbers worked out by hand (issue 19's mutation testing found these
+unchecked)."""
+import math
+
+import numpy as np
+import pytest
+
+from sysmodel.errors import ConfigError
+from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
+
+DAY = 24 * 3600.0
+
+
+# ----- retention ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("temp_c", [-273.15, -273.5])
+def test_retention_refuses_temperatures_at_or_below_absolute_zero(temp_c: float) -> None:
+    with pytest.raises(ConfigError) as error:
+        retention_s(temp_c)
+    assert str(error.value) == f"temperature must be above absolute zero, got {temp_c} C"
+
+
+@pytest.mark.parametrize(("initial", "zones"), [([0.0, 1.0], 2), ([0.0, 1.5], 2), ([-0.1, 0.5], 2),
+                                                ([0.2, 0.5], 3)])
+def test_initial_damage_is_one_value_in_0_to_1_per_zone(initial: list, zones: int) -> None:
+    with pytest.raises(ConfigError) as error:
+        Retention(zones, np.array(initial))
+    assert str(error.value) == "retention: initial damage must be one value in [0, 1) per zone"
+
+
+def test_zones_are_refreshed_each_time_their_damage_crosses_a_whole_number() -> None:
+    # Zones written with damage 0.1, 0.5 and 0.8; at 85 C a day of damage per day. Fresh: nothing aged, nothing
+    # refreshed; the first deadline is the 0.8 zone's, 0.2 days away.
+    zones = Retention(3, np.array([0.5, 0.8, 0.1]))
+    assert (zones.aging, zones.refreshed) == (0.0, 0)
+    assert zones.damage.tolist() == [0.1, 0.5, 0.8]
+    assert zones._next(0.0) == pytest.approx(0.2, rel=1e-12, abs=0)
+    # 0.3 days: the 0.8 zone crosses 1 (at 0.2).
+    assert zones.advance(0.3 * DAY, 85.0) == 1
+    # To 1.6 days: the 0.8 zone again (1.2), the 0.5 zone twice (0.5, 1.5), the 0.1 zone once (0.9): 4 more.
+    assert zones.advance(1.3 * DAY, 85.0) == 4 and zones.refreshed == 5
+    # The next deadline, at 1.9 days, is the 0.1 zone's second; when all three have crossed this whole number
+    # (past 1.95), it is the 0.8 zone's third, at 2.2.
+    assert zones._next(1.6) == pytest.approx(1.9, rel=1e-12, abs=0)
+    assert zones._next(1.95) == pytest.approx(2.2, rel=1e-12, abs=0)
+    assert zones.advance(0.29 * DAY, 85.0) == 0 and zones.advance(0.02 * DAY, 85.0) == 1
+
+
+def test_a_zone_whose_damage_reaches_exactly_one_is_refreshed_in_that_step() -> None:
+    zone = Retention(1, np.array([0.5]))
+    assert zone.advance(0.5 * DAY, 85.0) == 1          # 43,200 s at 1/86,400 per s: exactly 0.5
+
+
+def test_the_activation_energy_sets_how_fast_a_hot_zone_ages() -> None:
+    # Ea = 0.5 eV at 95 C: retention 24 h · exp(0.5 / k · (1/368.15 − 1/358.15)) (shorter than 24 h); a zone
+    # written at 0 crosses 1 after exactly that long.
+    hot = 24 * 3600 * math.exp(0.5 / BOLTZMANN_EV * (1 / 368.15 - 1 / 358.15))
+    assert retention_s(95.0, 0.5) == pytest.approx(hot, rel=1e-12, abs=0)
+    zone = Retention(1, activation_ev=0.5)
+    assert zone.advance(0.999 * hot, 95.0) == 0 and zone.advance(0.002 * hot, 95.0) == 1
+
+
+def test_lifetime_is_the_endurance_over_the_write_rate() -> None:
+    # 3,000 P/E cycles of 512 GB written at 1 GB/s: 1.536e6 s, over a year of 365.25 days.
+    assert lifetime_years(3000, 512e9, 1e9) == pytest.approx(1.536e6 / (365.25 * DAY), rel=1e-12, abs=0)
+    assert lifetime_years(1, 1.0, 0.5) == pytest.approx(2 / (365.25 * DAY), rel=1e-12, abs=0)
+    with pytest.raises(ConfigError) as error:
+        lifetime_years(3000, 512e9, 0.0)
+    assert str(error.value) == "write rate must be > 0 bytes/s"

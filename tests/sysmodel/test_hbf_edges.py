@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sysmodel.errors import ConfigError
+from sysmodel.hbf.media import HBFStack, page_reads
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
 
 DAY = 24 * 3600.0
@@ -66,3 +67,39 @@ def test_lifetime_is_the_endurance_over_the_write_rate() -> None:
     with pytest.raises(ConfigError) as error:
         lifetime_years(3000, 512e9, 0.0)
     assert str(error.value) == "write rate must be > 0 bytes/s"
+
+
+# ----- media --------------------------------------------------------------------------------------------
+NONNEGATIVE = "HBF program/erase times and energies must be >= 0"
+POSITIVE = "HBF capacity, outstanding reads, block size, endurance must be > 0"
+
+
+@pytest.mark.parametrize(("field", "refused", "message"), [
+    ("grade", 4, "HBF grade must be one of 1, 2, 3, got 4"),
+    ("read_s", 0.0, "HBF page read time must be > 0 s, got 0.0"),
+    ("program_s", -1e-6, NONNEGATIVE), ("erase_s", -1e-3, NONNEGATIVE),
+    ("read_energy_per_byte", -1e-12, NONNEGATIVE), ("program_energy_per_byte", -1e-12, NONNEGATIVE),
+    ("capacity_bytes", 0.0, POSITIVE), ("outstanding_reads", 0, POSITIVE), ("pages_per_block", 0, POSITIVE),
+    ("endurance_cycles", 0, POSITIVE),
+])
+def test_an_hbf_stack_refuses_each_impossible_figure(field: str, refused, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        HBFStack(**{field: refused})
+    assert str(error.value) == message
+
+
+def test_an_hbf_stack_accepts_the_least_of_each_figure() -> None:
+    least = HBFStack(read_s=1e-9, program_s=0.0, erase_s=0.0, read_energy_per_byte=0.0, program_energy_per_byte=0.0,
+                     capacity_bytes=0.5, outstanding_reads=1, pages_per_block=1, endurance_cycles=1)
+    # One outstanding 4 KiB read every nanosecond: 4.096 TB/s of media, above grade 1's 384 GB/s interface.
+    tier = least.tier()
+    assert (tier.name, tier.capacity_bytes, tier.bandwidth, tier.latency_s) == ("HBF stack (grade 1)", 0.5, 384e9,
+                                                                               1e-9)
+
+
+def test_a_read_of_one_byte_is_one_64_byte_step_and_negative_reads_are_refused() -> None:
+    assert page_reads(100, 1) == [(0, 64, 64)]
+    for address, nbytes in [(-64, 64), (0, -1)]:
+        with pytest.raises(ConfigError) as error:
+            page_reads(address, nbytes)
+        assert str(error.value) == "HBF reads need a non-negative address and length"

@@ -8,6 +8,7 @@ import pytest
 from sysmodel.errors import ConfigError
 from sysmodel.hbf.media import HBFStack, page_reads
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
+from sysmodel.hbf.thermal import PackageRC
 
 DAY = 24 * 3600.0
 
@@ -103,3 +104,18 @@ def test_a_read_of_one_byte_is_one_64_byte_step_and_negative_reads_are_refused()
         with pytest.raises(ConfigError) as error:
             page_reads(address, nbytes)
         assert str(error.value) == "HBF reads need a non-negative address and length"
+
+
+# ----- thermal ------------------------------------------------------------------------------------------
+def test_the_conductance_matrix_couples_each_pair_of_dies_once() -> None:
+    # 1 K/W from each die to the coolant; 1, 2 and 4 K/W between gpu-hbm, gpu-hbf and hbm-hbf.
+    rc = PackageRC(to_coolant=(1.0, 1.0, 1.0), coupling=(1.0, 2.0, 4.0))
+    np.testing.assert_array_equal(rc.conductance(), [[1 + 1 + 0.5, -1, -0.5],
+                                                     [-1, 1 + 1 + 0.25, -0.25],
+                                                     [-0.5, -0.25, 1 + 0.5 + 0.25]])
+
+
+def test_a_package_without_resistance_or_capacitance_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        PackageRC(capacitance=(60.0, 0.0, 5.0))
+    assert str(error.value) == "thermal resistances and capacitances must be > 0"

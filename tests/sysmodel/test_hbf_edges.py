@@ -1,11 +1,18 @@
 """The HBF modules' edges checked against numbers worked out by hand (issue 19's mutation testing found these
 unchecked)."""
+import dataclasses
 import math
+import pathlib
+import tomllib
 
 import numpy as np
 import pytest
 
 from sysmodel.errors import ConfigError
+from sysmodel.hardware import PAPER_HARDWARE
+from sysmodel.hbf.layout import GIB, Layout, objects, resolve_layout
+from sysmodel.llm import LLAMA2_70B, QWEN3_235B_A22B
+from sysmodel.operators import Shard
 from sysmodel.hbf.media import HBFStack, page_reads
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
 from sysmodel.hbf.thermal import PackageRC
@@ -119,3 +126,93 @@ def test_a_package_without_resistance_or_capacitance_is_refused() -> None:
     with pytest.raises(ConfigError) as error:
         PackageRC(capacitance=(60.0, 0.0, 5.0))
     assert str(error.value) == "thermal resistances and capacitances must be > 0"
+
+
+# ----- layout -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"hbm_stacks": True}, "layout x: hbm_stacks must be a whole number >= 0, got True"),
+    ({"hbf_stacks": -1}, "layout x: hbf_stacks must be a whole number >= 0, got -1"),
+    ({"hbm_stack_gib": True}, "layout x: hbm_stack_gib must be a finite number >= 0, got True"),
+    ({"frame_cache_gib": math.inf}, "layout x: frame_cache_gib must be a finite number >= 0, got inf"),
+    ({"hbm_stacks": 0}, "layout x: needs at least one HBM stack"),
+    ({"hbm_stack_gib": 0.0}, "layout x: needs at least one HBM stack"),
+    ({"hbf_stacks": 1, "hbf_stack_gib": 0.0, "weights": "hbf"},
+     "layout x: weights placed in HBF but the package has no HBF stack"),
+    ({"hbm_stack_gib": 10.0, "frame_cache_gib": 8.0, "kv_frame_cache_gib": 8.0},
+     "layout x: frame cache of 16 GiB does not fit in 10 GiB of HBM"),
+    ({"hbm_stack_gib": 10.0, "frame_cache_gib": 10.0}, "layout x: frame cache of 10 GiB does not fit in 10 GiB of HBM"),
+])
+def test_a_layout_refuses_each_impossible_field_by_name(fields: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        Layout("x", **{"hbm_stacks": 1, **fields})
+    assert str(error.value) == message
+
+
+def test_a_layout_accepts_the_least_of_each_field() -> None:
+    least = Layout("x", hbm_stacks=1, hbm_stack_gib=0.5, hbf_stacks=1, hbf_stack_gib=0.5, weights="hbf")
+    assert least.hbm_bytes == 0.5 * GIB and least.hbf_bytes == 0.5 * GIB
+
+
+def test_a_layouts_gpu_has_its_hbm_stacks_of_its_size() -> None:
+    hardware = Layout("x", hbm_stacks=3, hbm_stack_gib=36.0).hardware(PAPER_HARDWARE)
+    stack = hardware.gpu.stack
+    assert (hardware.gpu.stacks, stack.name, stack.capacity_bytes, stack.bandwidth) == (3, "HBM4 stack (36 GiB)",
+                                                                                         36 * GIB, 2e12)
+
+
+# LLaMA2-70B at TP8, per GPU: a layer's attention 8,192 × (2·8 + 2·1) × 128 × 2 B = 37,748,736 B and MLP
+# 3 × 8,192 × 28,672 / 8 × 2 B = 176,160,768 B; Qwen3-235B-A22B at EP8: 16 of its 128 experts in each of 94
+# layers, 3 × 4,096 × 1,536 × 2 B = 37,748,736 B each.
+def test_the_hbf_objects_are_a_dense_models_layers_or_an_moe_models_local_experts() -> None:
+    assert objects(Shard(LLAMA2_70B, 8)) == (80, 1, 37748736.0 + 176160768.0)
+    assert objects(Shard(QWEN3_235B_A22B, 8)) == (94, 16, 37748736.0)
+
+
+def test_what_a_layout_keeps_in_hbm_and_in_hbf() -> None:
+    shard = Shard(LLAMA2_70B, 8)
+    in_hbf = 80 * (37748736 + 176160768)
+    hbf = Layout("x", hbm_stacks=3, hbf_stacks=1, weights="hbf", frame_cache_gib=8.0, kv_frame_cache_gib=2.0)
+    assert hbf.hbf_weight_bytes(shard) == in_hbf
+    assert hbf.hbm_resident_bytes(shard) == shard.weight_bytes - in_hbf + 10 * GIB
+    hbm = Layout("x", hbm_stacks=3)
+    assert (hbm.hbf_weight_bytes(shard), hbm.hbm_resident_bytes(shard)) == (0.0, shard.weight_bytes)
+
+
+def test_a_model_fits_a_layout_that_holds_it_exactly_in_hbf_but_not_in_hbm() -> None:
+    shard = Shard(LLAMA2_70B, 8)
+    in_hbf = 80 * (37748736 + 176160768)
+    resident = shard.weight_bytes - in_hbf
+    exact_hbf = Layout("x", hbm_stacks=1, hbm_stack_gib=2 * resident / GIB, hbf_stacks=1, hbf_stack_gib=in_hbf / GIB,
+                       weights="hbf")
+    exact_hbf.check(shard)
+    exact_hbm = dataclasses.replace(exact_hbf, name="y", hbm_stack_gib=resident / GIB)
+    with pytest.raises(ConfigError) as error:
+        exact_hbm.check(shard)
+    assert str(error.value) == (f"LLaMA2-70B does not fit layout y: {resident / GIB:.1f} GiB for HBM (of "
+                                f"{resident / GIB:g}) and {in_hbf / GIB:.1f} GiB for HBF (of {in_hbf / GIB:g}) "
+                                f"per GPU at TP=8")
+
+
+def test_a_layout_spec_is_refused_with_what_is_wrong(tmp_path, monkeypatch) -> None:
+    def refused(spec: str) -> str:
+        with pytest.raises(ConfigError) as error:
+            resolve_layout(spec)
+        return str(error.value)
+    assert refused("nonesuch") == "unknown memory layout 'nonesuch': not hbm, A, B, C or a .toml/.json file"
+    broken = tmp_path / "broken.toml"
+    broken.write_text("hbm_stacks = [1,\n")
+    with pytest.raises(tomllib.TOMLDecodeError) as parse:
+        tomllib.loads(broken.read_text())
+    assert refused(str(broken)) == f"{broken}: malformed layout file ({str(parse.value).splitlines()[0]})"
+    keys = tmp_path / "keys.json"
+    keys.write_text('{"hbm_stacks": 2, "zeta": 1, "alpha": 2}')
+    known = ", ".join(sorted(f.name for f in dataclasses.fields(Layout)))
+    assert refused(str(keys)) == f"{keys}: unknown layout key(s) alpha, zeta (known: {known})"
+    missing = tmp_path / "missing.json"
+    missing.write_text('{"hbf_stacks": 2}')
+    assert refused(str(missing)) == f"{missing}: layout needs hbm_stacks"
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(pathlib.Path, "read_text", denied)
+    assert refused(str(missing)) == f"{missing}: cannot be read (Permission denied)"

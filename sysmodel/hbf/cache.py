@@ -108,7 +108,7 @@ class LayerLRU:
         and their stack distance is what the previous iteration touched after them plus what this one
         touched in earlier layers: the whole block at once. Otherwise iteration by iteration."""
         count = len(masks)
-        flat = masks.reshape(count, -1)
+        flat = masks.reshape(count, self.layers * self.slots)     # (-1 cannot be inferred for no iterations)
         per_layer = np.count_nonzero(masks, axis=2)
         touched = per_layer.sum(axis=1)
         before = np.concatenate(([self.previous_count], touched[:-1]))

@@ -18,6 +18,7 @@ from sysmodel.llm import LLAMA2_70B, QWEN3_235B_A22B
 from sysmodel.operators import Shard, decode_work
 from sysmodel.hbf.media import HBFStack, page_reads
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
+from sysmodel.hbf.routing import Router, RoutingModel, TraceRouter, load_trace
 from sysmodel.hbf.service import HBFOptions, HBFService
 from sysmodel.hbf.thermal import PackageRC
 
@@ -273,3 +274,82 @@ def test_a_block_cut_before_its_first_iteration_ends_keeps_none_of_them() -> Non
     assert service.lru.iteration == 0 and not service.previous.any()
     again = service.cost(decode_work(1, 100 + np.arange(3)))
     np.testing.assert_array_equal(again.seconds, first.seconds)
+
+
+# ----- routing ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("experts", "top_k", "skew", "message"), [
+    (8, 0, 0.0, "routing: top_k must be in 1..8, got 0"), (8, 9, 0.0, "routing: top_k must be in 1..8, got 9"),
+    (8, 2, -0.1, "routing skew must be >= 0, got -0.1"),
+])
+def test_a_routing_model_refuses_impossible_choices(experts: int, top_k: int, skew: float, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        RoutingModel(experts, top_k, skew)
+    assert str(error.value) == message
+
+
+def test_zipf_weights_rank_the_experts() -> None:
+    # Skew 1 over 4 experts: weights 1, 1/2, 1/3, 1/4 of their sum 25/12.
+    router = Router(RoutingModel(4, 1, 1.0), 1)
+    np.testing.assert_allclose(np.exp(router.log_weights), [12 / 25, 6 / 25, 4 / 25, 3 / 25], rtol=1e-12)
+    # One pick per token (the Gumbel-max trick): rank r with probability its weight. Estimated from 20,000
+    # tokens, each within 0.015 (over four standard errors).
+    by_rank = np.take_along_axis(router.inclusion, router.ranking, axis=1)[0]
+    np.testing.assert_allclose(by_rank, [12 / 25, 6 / 25, 4 / 25, 3 / 25], atol=0.015)
+    # 64 experts: rank r with probability 1 / ((r + 1) H_64), H_64 = 1 + 1/2 + … + 1/64 = 4.744.
+    harmonic = sum(1 / (r + 1) for r in range(64))
+    wide = Router(RoutingModel(64, 1, 1.0), 1)
+    by_rank = np.take_along_axis(wide.inclusion, wide.ranking, axis=1)[0]
+    np.testing.assert_allclose(by_rank[:4], [1 / ((r + 1) * harmonic) for r in range(4)], atol=0.015)
+    # Uniform routing: every expert is picked by a token with probability top_k / experts, exactly.
+    np.testing.assert_array_equal(Router(RoutingModel(8, 2, 0.0), 3).inclusion, np.full((3, 8), 0.25))
+
+
+@pytest.mark.parametrize("top_k", [1, 4])
+def test_popular_experts_are_picked_more_and_top_k_picks_the_largest_keys(top_k: int) -> None:
+    # Skew 8 over 4 experts: the most popular expert carries 1 / (1 + 2^-8 + 3^-8 + 4^-8) = 99.6 % of the weight,
+    # so a single pick is almost always it; with top_k = experts every expert is picked by every token.
+    router = Router(RoutingModel(4, top_k, 8.0), 2)
+    by_rank = np.take_along_axis(router.inclusion, router.ranking, axis=1)      # inclusion of rank 0, 1, 2, 3
+    if top_k == 1:
+        assert (by_rank[:, 0] > 0.99).all() and (by_rank[:, 3] < 0.01).all()
+    else:
+        np.testing.assert_array_equal(by_rank, np.ones((2, 4)))
+    # An expert too unpopular to be drawn in the estimate is never touched.
+    rare = Router(RoutingModel(64, 1, 8.0), 1)
+    assert rare.inclusion.min() == 0.0 and rare.inclusion.shape == (1, 64)
+
+
+def test_a_batch_touches_each_expert_with_one_minus_the_chance_no_token_picks_it() -> None:
+    # Uniform routing over 4 experts, 1 pick per token: one token touches an expert with probability 1/4, two
+    # with 1 − (3/4)² = 7/16. Over 20,000 layers the touched fractions are within 2 % of these.
+    router = Router(RoutingModel(4, 1, 0.0), 20000)
+    assert router.touched(1).mean() == pytest.approx(0.25, rel=0.02)
+    assert router.touched(2).mean() == pytest.approx(7 / 16, rel=0.02)
+
+
+# A trace of 3 tokens over 2 layers of 8 experts: token t picks expert t in both layers.
+TRACE = np.stack([np.eye(8, dtype=bool)[[t, t]] for t in range(3)])
+
+
+@pytest.mark.parametrize("router", [Router(RoutingModel(8, 2, 0.0), 2), TraceRouter(TRACE)])
+def test_a_block_of_batches_touches_a_slice_of_the_experts(router) -> None:
+    # Batches of 1 and 3 tokens, experts 2..5 only: iterations x 2 layers x 4; no batches: none.
+    assert router.touched_block(np.array([1, 3]), slice(2, 6)).shape == (2, 2, 4)
+    empty = router.touched_block(np.array([], dtype=np.int64), slice(2, 6))
+    assert empty.shape == (0, 2, 4) and empty.dtype == bool
+
+
+def test_a_routing_trace_that_cannot_be_read_names_why(tmp_path) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_trace(tmp_path, 1, 4, 1)                      # a directory
+    assert str(error.value) == f"{tmp_path}: routing trace cannot be read (Is a directory)"
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe[[0]]\n")
+    with pytest.raises(ConfigError) as error:
+        load_trace(binary, 1, 4, 1)
+    reason = "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"
+    assert str(error.value) == f"{binary}: routing trace cannot be read ({reason})"
+    good = tmp_path / "good.jsonl"
+    good.write_text("[[0, 2]]\n[[1, 2]]\n")
+    picks = load_trace(good, 1, 4, 2)
+    assert picks.dtype == bool and picks.tolist() == [[[True, False, True, False]], [[False, True, True, False]]]

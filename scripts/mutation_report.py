@@ -50,7 +50,10 @@ def prepare(module: str) -> Path:
         f"only_mutate = {quoted([spec['file']])}\n"
         f"also_copy = {quoted(name + '/' for name in ALSO_COPY)}\n"
         f"pytest_add_cli_args_test_selection = {quoted(spec['tests'])}\n"
-        f"pytest_add_cli_args = {quoted(['-o', 'addopts=', '-p', 'no:cacheprovider', *deselect])}\n")
+        f"pytest_add_cli_args = {quoted(['-o', 'addopts=', '-p', 'no:cacheprovider', *deselect])}\n"
+        # mutmut waits (tests' time + 1 s) × this before calling a mutant a timeout (its default, 15, makes
+        # each mutant that loops forever cost minutes).
+        f"timeout_multiplier = {spec.get('timeout_multiplier', 15.0)}\n")
     return folder
 
 

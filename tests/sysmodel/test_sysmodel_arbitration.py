@@ -92,8 +92,23 @@ def test_interpolation_stays_within_the_neighbouring_points(table, policy: str) 
 
 
 def test_unknown_policy_is_refused(table) -> None:
-    with pytest.raises(ConfigError, match="unknown MMU policy 'round-robin'.*prefill-first"):
+    with pytest.raises(ConfigError) as error:
         MMUArbitration.from_verified(table, "round-robin", PAPER_HARDWARE)
+    assert str(error.value) == "unknown MMU policy 'round-robin'; choose one of prefill-first, decode-first, mixed"
+
+
+def test_a_table_without_a_clocked_mmu_entry_names_the_command_that_measures_one(table) -> None:
+    without = verified.VerifiedBlocks([e for e in table.entries if e.block != "mmu"])
+    with pytest.raises(ConfigError) as error:
+        MMUArbitration.from_verified(without, "prefill-first", PAPER_HARDWARE)
+    assert str(error.value) == "no verified figures for mmu with {'out_of_order': False}; run `basedie verify mmu`"
+    entry = table.entry("mmu", out_of_order=False)
+    unclocked = replace(entry, params={k: v for k, v in entry.params.items() if k != "design_clock_hz"})
+    with pytest.raises(ConfigError) as error:
+        MMUArbitration.from_verified(verified.VerifiedBlocks([unclocked if e is entry else e for e in table.entries]),
+                                     "prefill-first", PAPER_HARDWARE)
+    assert str(error.value) == ("the verified mmu entry records no design clock; re-measure it with "
+                                "`basedie verify mmu`")
 
 
 def test_prefill_first_favours_the_gpu_and_decode_first_the_pnm(table) -> None:
@@ -159,3 +174,20 @@ def test_a_block_of_iterations_is_served_as_each_iteration_alone(table, policy: 
     for source in ("gpu", "pnm"):
         for lookup in (mmu.served, mmu.wait_cycles):
             np.testing.assert_allclose(lookup(source, x, y), [lookup(source, a, b) for a, b in zip(x, y)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_a_block_of_offers_is_granted_and_waits_as_each_offer_alone(table, policy: str) -> None:
+    # A block's offers (one per iteration), some below nothing or above the whole bandwidth (taken as 0 and as
+    # all of it), against a co-runner's block or its steady offer (a prefill iteration beside a decode block).
+    mmu = MMUArbitration.from_verified(table, policy, PAPER_HARDWARE)
+    gpu, pnm = np.array([-0.2, 0.1, 0.5, 1.3]), np.array([0.7, 1.6, -0.1, 0.3])
+    for offered in ({"gpu": gpu, "pnm": pnm}, {"gpu": gpu, "pnm": 0.6}, {"gpu": 0.6, "pnm": pnm}):
+        granted = mmu.grant(offered)
+        waits = {s: mmu.access_latency_s(s, offered) for s in ("gpu", "pnm")}
+        for k in range(4):
+            one = {s: float(v[k]) if isinstance(v, np.ndarray) else v for s, v in offered.items()}
+            clipped = {s: min(max(v, 0.0), 1.0) for s, v in one.items()}
+            for s in ("gpu", "pnm"):
+                assert granted[s][k] == pytest.approx(mmu.grant(clipped)[s], rel=1e-12)
+                assert waits[s][k] == pytest.approx(mmu.access_latency_s(s, clipped), rel=1e-12)

@@ -58,14 +58,17 @@ def test_figures_come_from_the_entry_the_hardware_names() -> None:
     assert (figures.lanes, figures.latency_cycles, figures.macs_per_cycle, figures.clock_hz) == (16, 21, 64.0, 1e9)
 
 
-@pytest.mark.parametrize("override,command", [
-    ({"pnm.lane_width": "32"}, "basedie verify pnm_lane --param width=32 --param sublane_width=32"),
-    ({"pnm.lanes": "32"}, "basedie verify pnm_array --param lanes=32 --param width=16 --param sublane_width=4"),
-    ({"pnm.clock_hz": "2e9"},
+@pytest.mark.parametrize("override,wanted,command", [
+    ({"pnm.lane_width": "32"}, "pnm_lane with width=32, design_clock_hz=1e+09",
+     "basedie verify pnm_lane --param width=32 --param sublane_width=32"),
+    ({"pnm.lanes": "32"}, "pnm_array with lanes=32, design_clock_hz=1e+09",
+     "basedie verify pnm_array --param lanes=32 --param width=16 --param sublane_width=4"),
+    ({"pnm.clock_hz": "2e9"}, "pnm_lane with width=1024, design_clock_hz=2e+09",
      "basedie verify pnm_lane --param width=1024 --param sublane_width=128 --param design_clock_hz=2e+09"),
 ])
-def test_an_unverified_parameter_set_names_the_command_that_verifies_it(override: dict, command: str) -> None:
-    with pytest.raises(ConfigError, match=re.escape(f"create it with `{command}`") + "$"):
+def test_an_unverified_parameter_set_names_the_command_that_verifies_it(override: dict, wanted: str,
+                                                                        command: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(f"no verified {wanted}; create it with `{command}`") + "$"):
         PNMFigures.from_verified(VerifiedBlocks([lane(1024), ARRAY]),
                                  with_overrides(PAPER_HARDWARE, override).pnm)
 

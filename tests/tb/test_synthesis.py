@@ -155,6 +155,31 @@ def test_synth_with_a_parameter_records_that_parameter_set(tmp_path: Path) -> No
     assert entry["figures"]["flip_flops"] > 0
 
 
+@pytest.mark.slow
+def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path: Path, monkeypatch) -> None:
+    table = tmp_path / "table.json"
+    assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
+    [first] = json.loads(table.read_text())["entries"]
+    first["provenance"]["rtl_digest"] = "from older rtl/ sources"
+    table.write_text(json.dumps({"schema": synthesis.SCHEMA, "entries": [first]}))
+    runs = []
+    monkeypatch.setattr(synthesis, "run_yosys", lambda *a, **k: runs.append(a) or pytest.fail("Yosys ran"))
+    assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
+    [kept] = json.loads(table.read_text())["entries"]
+    assert kept["figures"] == first["figures"] and kept["provenance"]["rtl_digest"] != "from older rtl/ sources"
+    # --again, other Verilog, or an attempt given less time than asked runs Yosys.
+    with pytest.raises(pytest.fail.Exception, match="Yosys ran"):
+        main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table), "--again"])
+    first["provenance"]["verilog_sha256"] = "other"
+    table.write_text(json.dumps({"schema": synthesis.SCHEMA, "entries": [first]}))
+    with pytest.raises(pytest.fail.Exception, match="Yosys ran"):
+        main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)])
+    assert synthesis._same_run({"figures": None, "provenance": {**kept["provenance"], "timed_out_after_s": 60}},
+                               kept["provenance"], 60)
+    assert not synthesis._same_run({"figures": None, "provenance": {**kept["provenance"], "timed_out_after_s": 60}},
+                                   kept["provenance"], 600)
+
+
 def attempted_within_budget(name: str, entry: dict) -> bool:
     """A bench configuration may stand as an attempt only if its bench states a synthesis budget and Yosys was
     given at least that long."""

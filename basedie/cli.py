@@ -260,9 +260,13 @@ def _synth(args) -> int:
     table = args.table or TABLE_PATH
     recorded = {} if args.again else {_synthesis_key(e["block"], e["params"]): e for e in load(table)}
     for name, params in runs:
-        entry = synthesize(name, params, args.timeout, recorded.get(_synthesis_key(name, params.as_dict())))
+        previous = recorded.get(_synthesis_key(name, params.as_dict()))
+        entry = synthesize(name, params, args.timeout, previous)
         store([entry], table)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
+        if previous is not None and entry["provenance"] == {**previous["provenance"],
+                                                            "rtl_digest": entry["provenance"]["rtl_digest"]}:
+            label += "  (kept: the recorded run synthesized the same Verilog)"
         f = entry["figures"]
         if f is None:
             print(f"{name}  {label}  timed out after {entry['provenance']['wall_s']} s (recorded as attempted)")

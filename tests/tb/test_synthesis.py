@@ -156,7 +156,8 @@ def test_synth_with_a_parameter_records_that_parameter_set(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path: Path, monkeypatch) -> None:
+def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path: Path, monkeypatch,
+                                                                        capsys) -> None:
     table = tmp_path / "table.json"
     assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
     [first] = json.loads(table.read_text())["entries"]
@@ -165,6 +166,7 @@ def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path
     runs = []
     monkeypatch.setattr(synthesis, "run_yosys", lambda *a, **k: runs.append(a) or pytest.fail("Yosys ran"))
     assert main(["synth", "fp_to_fp32", "--param", "source=int8", "--table", str(table)]) == 0
+    assert "(kept: the recorded run synthesized the same Verilog)" in capsys.readouterr().out
     [kept] = json.loads(table.read_text())["entries"]
     assert kept["figures"] == first["figures"] and kept["provenance"]["rtl_digest"] != "from older rtl/ sources"
     # --again, other Verilog, or an attempt given less time than asked runs Yosys.

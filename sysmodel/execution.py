@@ -218,10 +218,6 @@ class VectorFigures:
             latency = latency + (elements > 0) * deepest
         return stream / self.clock_hz, latency / self.clock_hz
 
-    def seconds(self, steps: list[Step]):
-        """A chain the array waits for: all of its stream and every step's latency."""
-        return sum(self.chain(steps))
-
     def linear(self, steps_of: Callable[[Work], list[Step]]) -> "LinearChain":
         """`chain(steps_of(work))` for any `work`, priced once: from the chain of one unit of each Work count."""
         prices = [self.chain(steps_of(Work(*(int(i == k) for i in range(len(Work._fields))))))

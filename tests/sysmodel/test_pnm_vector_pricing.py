@@ -97,29 +97,29 @@ def test_a_small_layers_vector_time_by_hand() -> None:
     # Width 2, 100 cycles, 2 elements a cycle, 1 GHz. Serial: 15 steps; 48 + 126 + 66 + 6 + 3 = 249 elements.
     unit = figures(vector_entry())
     work = decode_layer(Shard(GATED, 1), decode_work(3, 30), stacks=2)
-    assert unit.seconds(work.serial) == pytest.approx((249 / 2 + 15 * 100) * 1e-9, rel=1e-12, abs=0)
+    assert sum(unit.chain(work.serial)) == pytest.approx((249 / 2 + 15 * 100) * 1e-9, rel=1e-12, abs=0)
     stream, latency = unit.chain(work.overlapped["attention"])
     assert (stream, latency) == pytest.approx((120 / 2 * 1e-9, 400e-9), rel=1e-12, abs=0)
 
 
 def test_a_planted_figure_in_the_table_moves_the_time() -> None:
     work = decode_layer(Shard(GATED, 1), decode_work(3, 30), stacks=2).serial
-    base = figures(vector_entry()).seconds(work)
+    base = sum(figures(vector_entry()).chain(work))
     # MUL at 1 element a cycle: its 126 unreduced and 48 Σa² elements (no measured MUL reduction: the op's
     # rate) take twice as long.
-    assert figures(vector_entry(elements_per_cycle_mul=1.0)).seconds(work) - base == pytest.approx(
+    assert sum(figures(vector_entry(elements_per_cycle_mul=1.0)).chain(work)) - base == pytest.approx(
         (126 + 48) / 2 * 1e-9, rel=1e-12, abs=0)
     # RSQRT's latency 300: one step of each norm waits 200 cycles more.
-    assert figures(vector_entry(latency_cycles_rsqrt=300)).seconds(work) - base == pytest.approx(
+    assert sum(figures(vector_entry(latency_cycles_rsqrt=300)).chain(work)) - base == pytest.approx(
         2 * 200e-9, rel=1e-12, abs=0)
     # A measured MUL reduction is used where there is one.
-    assert figures(vector_entry(elements_per_cycle_reduce_sum_mul=0.5)).seconds(work) - base == pytest.approx(
+    assert sum(figures(vector_entry(elements_per_cycle_reduce_sum_mul=0.5)).chain(work)) - base == pytest.approx(
         48 * (1 / 0.5 - 1 / 2) * 1e-9, rel=1e-12, abs=0)
 
 
 def test_steps_without_work_pay_no_latency() -> None:
     unit = figures(vector_entry())
-    assert unit.seconds(rms_norm(0, 8)) == 0 and unit.seconds([]) == 0
+    assert unit.chain(rms_norm(0, 8)) == (0, 0) and unit.chain([]) == (0, 0)
 
 
 # --- the width: the table's, scaled by the RTL's structure ---

@@ -1,5 +1,5 @@
 """How long an iteration takes on a device, and what it moves: GPUs (roofline per operator) and DuoPD's PNMs
-(cycle counts from the verified lane figures, bandwidth from the stack and the MMU's share).
+(cycle counts from the verified lane and vector-unit figures, bandwidth from the stack and the MMU's share).
 
 Every executor answers `cost(work, bandwidth_scale)` (the `Work` counts may be numpy arrays: one decode
 block of consecutive iterations is priced at once): the iteration's time on all the devices of one
@@ -9,8 +9,10 @@ stretches the memory side of every operator when a co-runner wins part of the ba
 executors also take `share`: the scale an operator gets at its own offered load against the co-runners'
 (per-operator coupling; a memory-bound operator asks for more than the iteration's average and gets less).
 """
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -21,6 +23,7 @@ from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
 from .operators import Shard, Work
 from .perf import ROOFLINE, PerfModel, layer_seconds
+from .vector_work import Step, decode_head, decode_layer
 from basedie.verified import VerifiedBlocks, VerifiedEntry
 
 
@@ -116,7 +119,7 @@ def _verified(table: VerifiedBlocks, block: str, prefer: dict[str, Any], command
     found = [e for e in table.entries if e.block == block and all(e.params.get(k) == v for k, v in required.items())]
     if not found:
         wanted = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in required.items())
-        raise ConfigError(f"no verified {block} with {wanted}; create it with `{command}`")
+        raise ConfigError(f"no verified {block}{' with ' + wanted if wanted else ''}; create it with `{command}`")
     preferred = [e for e in found if all(e.params.get(k) == v for k, v in prefer.items())]
     return max(preferred or found, key=lambda e: e.params.get("width", 0))
 
@@ -153,6 +156,91 @@ def pnm_entries(table: VerifiedBlocks, pnm: PNMArray) -> tuple[VerifiedEntry, Ve
     return lane, array
 
 
+def vector_entries(table: VerifiedBlocks, pnm: PNMArray) -> tuple[VerifiedEntry, VerifiedEntry | None]:
+    """The verified vector-unit entry (of `pnm.vector_width` if there is one, else the widest) and, when its width
+    is not the system's, the fp32_add entry whose latency is one more level of the unit's reduction tree."""
+    entry = _verified(table, "pnm_vector", {"width": pnm.vector_width}, "basedie verify pnm_vector")
+    same = entry.params["width"] == pnm.vector_width
+    return entry, None if same else _verified(table, "fp32_add", {}, "basedie verify fp32_add")
+
+
+@dataclass(frozen=True)
+class VectorFigures:
+    """The PNM's vector unit at the system's width (`PNMArray.vector_width`), from the verified `pnm_vector`
+    entry: per op, its latency and its elements per cycle, and the PNM's clock (§6.1: every PNM unit at 1 GHz;
+    the entry records no clock of its own).
+
+    The table holds the bench's width; the system's is scaled by the RTL's structure (rtl/pnm_vector/vector.py):
+    every lane is its own copy of the op chain and a beat of all lanes enters each cycle, so elements per cycle
+    scale linearly with width (the bench measured elements per cycle = width for every op); the latency grows by
+    one fp32_add (its verified latency) per extra level of the balanced reduction tree over the lanes, log2 of the
+    width ratio (both widths are powers of two)."""
+    clock_hz: float
+    latency_cycles: dict[str, float]          # by op ("mul", "exp", ...)
+    elements_per_cycle: dict[str, float]      # by op, and by "reduce_<sum|max>_<op>" where the bench measured one
+
+    @classmethod
+    def from_verified(cls, table: VerifiedBlocks, pnm: PNMArray) -> "VectorFigures":
+        entry, adder = vector_entries(table, pnm)
+        measured_width = entry.params["width"]
+        levels = math.log2(pnm.vector_width) - math.log2(measured_width)
+        require(levels == int(levels), f"the vector unit's width must be a power of two, got {pnm.vector_width}")
+        extra = 0 if adder is None else levels * adder.figures["latency_cycles"]
+        scale = pnm.vector_width / measured_width
+        figures = entry.figures
+        return cls(pnm.clock_hz,
+                   {k.removeprefix("latency_cycles_"): v + extra for k, v in figures.items()
+                    if k.startswith("latency_cycles_")},
+                   {k.removeprefix("elements_per_cycle_"): v * scale for k, v in figures.items()
+                    if k.startswith("elements_per_cycle_")})
+
+    @cached_property
+    def _cycles_per_element(self) -> dict[tuple[str, str], float]:
+        """By (op, reduce). A reduction the bench did not measure for an op streams at the op's rate: the tree and
+        the fold come after the op's chain and accept a beat every cycle for every op (the bench's reductions of
+        ADD, EXP, MAX and SOFTMAX all ran at the op's rate)."""
+        rates = self.elements_per_cycle
+        return {(op, reduce): 1 / rates.get(f"reduce_{reduce}_{op}", rates[op]) if reduce else 1 / rates[op]
+                for op in self.latency_cycles for reduce in ("", "sum", "max")}
+
+    def chain(self, steps: list[Step]) -> tuple[Any, Any]:
+        """(stream, latency) seconds of a chain of steps: every pass's elements at its rate through the unit's
+        input, and the unit's latency once per step that has work (a step waits for the previous one's results
+        to leave the pipeline)."""
+        cycles, latencies = self._cycles_per_element, self.latency_cycles
+        stream = latency = 0.0
+        for step in steps:
+            elements = deepest = 0
+            for p in step:
+                stream = stream + p.elements * cycles[p.op, p.reduce]
+                elements = elements + p.elements
+                deepest = max(deepest, latencies[p.op])
+            latency = latency + (elements > 0) * deepest
+        return stream / self.clock_hz, latency / self.clock_hz
+
+    def linear(self, steps_of: Callable[[Work], list[Step]]) -> "LinearChain":
+        """`chain(steps_of(work))` for any `work`, priced once: from the chain of one unit of each Work count."""
+        prices = [self.chain(steps_of(Work(*(int(i == k) for i in range(len(Work._fields))))))
+                  for k in range(len(Work._fields))]
+        return LinearChain(tuple(p[0] for p in prices), tuple(p[1] for p in prices))
+
+
+class LinearChain(NamedTuple):
+    """A chain's (stream, latency) seconds as functions of an iteration's `Work` counts. Every step of
+    `sysmodel.vector_work` streams elements proportional to one count, so the stream is linear in the counts and
+    a step pays its latency when its count is not zero (a numpy array of counts gives arrays)."""
+    stream_s: tuple[float, ...]      # per unit of each count
+    latency_s: tuple[float, ...]     # of the steps each count drives
+
+    def __call__(self, work: Work) -> tuple[Any, Any]:
+        stream = latency = 0.0
+        for count, per_unit, steps_latency in zip(work, self.stream_s, self.latency_s):
+            if per_unit or steps_latency:
+                stream = stream + per_unit * count
+                latency = latency + steps_latency * (count > 0)
+        return stream, latency
+
+
 @dataclass(frozen=True)
 class PNMExecution:
     """DuoPD decoding on the PNMs of `shard.tp` GPUs (one PNM per stack), paper §4.2 and §5.
@@ -165,13 +253,29 @@ class PNMExecution:
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
     access latency at the loads the GPU and the operator offer; each layer pays two inter-PNM all-reduces
-    (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own). Norms
-    and softmax run on the PNM's vector unit, which is not modelled (its operands sit in the PNM buffer)."""
+    (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own).
+
+    The vector unit (`vector`, §4.2) runs norms, residual adds, softmax, activations and the FlashDecoding merge
+    (`sysmodel.vector_work`): the online softmax streams beside the attention operator and the activation beside
+    the MLP's (a slower stream bounds the operator like its lanes do), and each adds its chain's latency after
+    the array's last beat; norms, residual adds and the merge stand between array operators and add their whole
+    time. Without `vector` that work is free (the array's own mechanisms, tested alone)."""
     hardware: Hardware
     shard: Shard
     figures: PNMFigures
     mmu: MMUArbitration
     perf: PerfModel = ROOFLINE
+    vector: VectorFigures | None = None
+
+    @cached_property
+    def _vector_chains(self) -> tuple[LinearChain, LinearChain, dict[str, LinearChain]]:
+        """The vector unit's serial chain of a layer, its head chain and its chains beside array operators."""
+        vector, shard, stacks = self.vector, self.shard, self.hardware.gpu.stacks
+        beside = decode_layer(shard, Work(1, 1, 1, 1), stacks).overlapped
+        return (vector.linear(lambda work: decode_layer(shard, work, stacks).serial),
+                vector.linear(lambda work: decode_head(shard, work)),
+                {name: vector.linear(lambda work, name=name: decode_layer(shard, work, stacks).overlapped[name])
+                 for name in beside})
 
     @property
     def peak_flops(self) -> float:
@@ -189,8 +293,9 @@ class PNMExecution:
         fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s
         gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
+        serial, final, beside = self._vector_chains if self.vector else (None, None, {})
 
-        def seconds_of(ops) -> tuple[float, float]:
+        def seconds_of(ops, overlapped: dict[str, LinearChain]) -> tuple[float, float]:
             total, hbm = 0.0, 0.0
             for op in ops:
                 elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
@@ -199,6 +304,10 @@ class PNMExecution:
                 passes = -(-(op.flops / (2 * elements)) // lane.lanes)
                 nbytes = elements * BYTES_PER_VALUE / stacks
                 compute_s = passes * elements / stacks / lane.macs_per_cycle / lane.clock_hz
+                if op.name in overlapped:
+                    stream_s, drain_s = overlapped[op.name](work)
+                    compute_s = larger(compute_s, stream_s)
+                    total += drain_s
                 # What the operator asks of the stack while it streams: all of it when memory-bound, less
                 # when the lanes are the bottleneck; the MMU's wait is looked up at that load.
                 alone_s = nbytes / stack_bandwidth
@@ -210,8 +319,11 @@ class PNMExecution:
             return total, hbm
 
         layer, head = shard.layer_ops(work), shard.head_ops(work)
-        layer_s, layer_bytes = seconds_of(layer)
-        head_s, head_bytes = seconds_of(head)
+        layer_s, layer_bytes = seconds_of(layer, beside)
+        head_s, head_bytes = seconds_of(head, {})
+        if self.vector:
+            layer_s += sum(serial(work))
+            head_s += sum(final(work))
         reduce_bytes = shard.all_reduce_bytes(work)
         exchange_s = 2 * hw.pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
                                                                             hw.link.bandwidth)

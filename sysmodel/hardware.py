@@ -75,10 +75,13 @@ class Link:
 class PNMArray:
     """One PNM per HBM stack (paper §4.2, §6.1). `lanes`, `lane_width` and `clock_hz` select the verified
     `pnm_array` and `pnm_lane` entries with those parameters (`lanes`, `width`, `design_clock_hz`): the model
-    takes its numbers from them, or refuses to run naming the `basedie verify` command that creates them."""
+    takes its numbers from them, or refuses to run naming the `basedie verify` command that creates them.
+    `vector_width` is the vector unit's FP32 lanes; its figures are the verified `pnm_vector` entry's, scaled
+    from the entry's width (`sysmodel.execution.VectorFigures`)."""
     lanes: int                   # selects a verified pnm_array entry with this many lanes
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
+    vector_width: int            # the vector unit's lanes, a power of two
     power_w: float               # per stack
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
 
@@ -153,8 +156,11 @@ NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energ
 
 # The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
 # (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
-# conservative 500 ns.
-PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, power_w=6.45, all_reduce_s=500e-9)
+# conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
+# (1.56 mm², §6.7), not its width. 128 FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
+# docs/effects.md ("The PNM's vector unit") shows what other widths change.
+PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=6.45,
+                     all_reduce_s=500e-9)
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM, network=NVL72_NETWORK)
 

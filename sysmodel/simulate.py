@@ -12,7 +12,7 @@ from basedie import verified
 from .arbitration import POLICIES
 from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
-from .execution import pnm_entries
+from .execution import pnm_entries, vector_entries
 from .errors import ConfigError, require
 from .hardware import HARDWARE_PRESETS, Hardware
 from .hbf.layout import Layout, resolve_layout
@@ -219,12 +219,15 @@ def _plain(value):
 
 
 def _used_figures(setting: Setting, system: str) -> dict:
-    """Provenance of the verified figures a run rests on: DuoPD's lane, array and MMU, the DQB's for quantized
-    weights."""
+    """Provenance of the verified figures a run rests on: DuoPD's lane, array, vector unit (and the adder that
+    scales its reduction tree) and MMU, the DQB's for quantized weights."""
     used = []
     if system == "duopd":
         lane, array = pnm_entries(setting.table, setting.hardware.pnm)
-        used += [("pnm_lane", lane), ("pnm_array", array), ("mmu", setting.table.entry("mmu", out_of_order=False))]
+        vector, adder = vector_entries(setting.table, setting.hardware.pnm)
+        used += [("pnm_lane", lane), ("pnm_array", array), ("pnm_vector", vector),
+                 ("mmu", setting.table.entry("mmu", out_of_order=False))]
+        used += [("fp32_add", adder)] if adder else []
     if setting.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
         used.append(("dqb", dqb_entry(setting.table)))
     return {name: {"params": e.params, "sources_digest": e.provenance["sources_digest"]} for name, e in used}

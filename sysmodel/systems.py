@@ -20,7 +20,7 @@ from functools import cached_property
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
-from .execution import GPUExecution, PNMExecution, PNMFigures
+from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from .hardware import Hardware
 from .hbf.layout import Layout
 from .hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
@@ -249,7 +249,8 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
     mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy, hw)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
-    pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf)
+    pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
+                       VectorFigures.from_verified(setting.table, hw.pnm))
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

@@ -29,6 +29,15 @@ ARRAY = VerifiedEntry("pnm_array", {"width": 16, "sublane_width": 4, "lanes": 16
                       {"latency_cycles": 15, "operand_pairs_per_cycle": 1.0, "macs_per_cycle": 256.0}, PROVENANCE)
 
 
+# The vector unit at the paper preset's assumed width (128), so no scaling figure is needed.
+VECTOR = VerifiedEntry("pnm_vector", {"width": 128},
+                       {"latency_cycles_mul": 145, "elements_per_cycle_mul": 128.0}
+                       | {f"{figure}_{op}": value for op in ("max", "add", "exp", "recip", "rsqrt", "silu", "gelu",
+                                                             "softmax", "merge")
+                          for figure, value in (("latency_cycles", 145), ("elements_per_cycle", 128.0))},
+                       PROVENANCE)
+
+
 def mmu(clock: float = 1e9) -> VerifiedEntry:
     """The MMU entry of the committed table (its figures, read without the freshness check) at `clock`."""
     entry = next(e for e in json.loads(basedie.verified.TABLE_PATH.read_text())["entries"]
@@ -87,14 +96,27 @@ SIMULATE = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-l
 
 
 def test_simulate_runs_on_a_verified_width_and_refuses_an_unverified_one(tmp_path, monkeypatch, capsys) -> None:
-    table = VerifiedBlocks([lane(1024), lane(64), ARRAY, mmu()])
+    table = VerifiedBlocks([lane(1024), lane(64), ARRAY, VECTOR, mmu()])
     monkeypatch.setattr(basedie.verified, "load", lambda: table)
     out = tmp_path / "w64"
     assert main([*SIMULATE, "--hw", "pnm.lane_width=64", "--out", str(out)]) == 0
     used = json.loads((out / "config.json").read_text())["verified_blocks"]
     assert used["pnm_lane"]["params"]["width"] == 64 and used["pnm_array"]["params"]["lanes"] == 16
+    assert used["pnm_vector"]["params"]["width"] == 128 and "fp32_add" not in used   # no scaling needed
     capsys.readouterr()
     assert main([*SIMULATE, "--hw", "pnm.lane_width=32", "--out", str(tmp_path / "w32")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "`basedie verify pnm_lane --param width=32 --param sublane_width=32`" in err
     assert not (tmp_path / "w32").exists()
+
+
+def test_a_planted_vector_unit_latency_slows_duopds_decoding(tmp_path, monkeypatch) -> None:
+    """The duopd system prices its vector work from the table: ten times the unit's latency, longer TPOT."""
+    def tpot(latency: int) -> float:
+        vector = VerifiedEntry("pnm_vector", VECTOR.params, {k: latency if k.startswith("latency") else v
+                                                             for k, v in VECTOR.figures.items()}, PROVENANCE)
+        monkeypatch.setattr(basedie.verified, "load", lambda: VerifiedBlocks([lane(1024), ARRAY, vector, mmu()]))
+        out = tmp_path / str(latency)
+        assert main([*SIMULATE, "--out", str(out)]) == 0
+        return json.loads((out / "summary.json").read_text())["tpot_s"]["p50"]
+    assert tpot(1450) > tpot(145)

@@ -12,7 +12,7 @@ from basedie import verified
 from sysmodel.arbitration import MMUArbitration
 from sysmodel.engine import EventLoop, Request
 from sysmodel.errors import ConfigError
-from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures
+from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from sysmodel.hardware import NVLINK5, PAPER_HARDWARE, Link
 from sysmodel.hbf.layout import PRESETS as LAYOUTS, Layout
 from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B
@@ -224,11 +224,12 @@ def test_every_executor_prices_with_the_settings_performance_model(table) -> Non
     assert request.first_token == pytest.approx(
         GPUExecution(PAPER_HARDWARE, shard, perf=perf).cost(prefill_work(1024)).seconds, rel=1e-12, abs=0)
     pnm = PNMExecution(PAPER_HARDWARE, shard, PNMFigures.from_verified(table, PAPER_HARDWARE.pnm),
-                       MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE), perf)
+                       MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE), perf,
+                       VectorFigures.from_verified(table, PAPER_HARDWARE.pnm))
     assert request.token_times[1] - request.first_token == pytest.approx(
         pnm.cost(decode_work(1, 1025)).seconds, rel=1e-12, abs=0)
     assert pnm.cost(decode_work(1, 1025)).seconds > PNMExecution(
-        PAPER_HARDWARE, shard, pnm.figures, pnm.mmu).cost(decode_work(1, 1025)).seconds
+        PAPER_HARDWARE, shard, pnm.figures, pnm.mmu, vector=pnm.vector).cost(decode_work(1, 1025)).seconds
     _, (request,) = run("sm-7:3", setting, [(0.0, 1024, 2)])
     assert request.first_token == pytest.approx(
         GPUExecution(PAPER_HARDWARE, shard, 0.7, perf).cost(prefill_work(1024)).seconds, rel=1e-12, abs=0)

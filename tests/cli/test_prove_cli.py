@@ -18,6 +18,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys, tmp_path) 
     assert not (tmp_path / "jobs").exists()
 
 
+@pytest.mark.slow     # runs SymbiYosys
 def test_a_property_that_holds_is_reported_with_its_induction(capsys) -> None:
     assert cli.main(["prove", "mmu", "--property", "mc_req_stable", "--depth", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -26,6 +27,7 @@ def test_a_property_that_holds_is_reported_with_its_induction(capsys) -> None:
     assert all("basecase 3 steps" in line for line in lines)
 
 
+@pytest.mark.slow     # runs SymbiYosys
 def test_a_counterexample_fails_the_command_and_keeps_its_trace(monkeypatch, capsys, tmp_path) -> None:
     class Hasty(rtl_mmu.MMU):
         """The arbiter's request register reloads whether or not the memory controller took the request."""

@@ -325,6 +325,7 @@ def test_argparse_errors_exit_2_and_write_nothing(tmp_path, capsys, extra) -> No
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_simulate_never_imports_the_rtl_toolchain_and_help_stays_light(tmp_path) -> None:
     argv = [*SMALL, "--out", str(tmp_path / "out")]
     simulate = (f"import basedie.cli, sys; assert basedie.cli.main({argv!r}) == 0; "

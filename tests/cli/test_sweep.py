@@ -12,7 +12,7 @@ from basedie.cli import main, simulate_parser
 from basedie.spec import load
 from basedie.sweep import sweep
 
-pytestmark = pytest.mark.xdist_group("sweep")   # one worker starts the cluster and runs the serial sweep, once
+pytestmark = [pytest.mark.xdist_group("sweep"), pytest.mark.slow]   # one worker starts the cluster and runs the serial sweep, once
 
 # 4 PNM powers (W per stack) x 5 arrival rates = 20 small DuoPD points (Poisson: the seed makes them reproducible).
 SPEC = """

@@ -1,10 +1,13 @@
 """The DQB's formal properties can fail (docs/formal.md): the bug the proof of `mc_req_stable` found, put back,
 and response registers that ignore back-pressure, must each give a counterexample."""
+import pytest
 from amaranth.hdl import Const
 
 from rtl.dqb import dqb as rtl_dqb
 from rtl.dqb import processing
 from tb.formal import dqb, sby
+
+pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all
 
 PROPERTIES = {p.name: p for p in dqb.PROPERTIES}
 

@@ -10,6 +10,8 @@ from rtl.mmu import arbiter, lsu
 from rtl.mmu import mmu as rtl_mmu
 from tb.formal import mmu, sby
 
+pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all
+
 PROPERTIES = {p.name: p for p in mmu.PROPERTIES}
 
 

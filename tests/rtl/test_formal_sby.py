@@ -7,6 +7,8 @@ from amaranth.hdl import Assert, Elaboratable, Module, Mux, Signal
 from tb.formal import sby
 from tb.formal.harness import clocked
 
+pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all
+
 
 class Counter(Elaboratable):
     def __init__(self, never: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.sysmodel import pinned
 
-pytestmark = pinned.xdist_group("duopd_headline")     # the quick run is shared with test_pinned_results.py
+pytestmark = [pinned.xdist_group("duopd_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
 SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")
 

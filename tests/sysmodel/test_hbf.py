@@ -224,6 +224,7 @@ def test_a_layout_file_runs(tmp_path) -> None:
     assert hbf["frame_cache_hit_rate"] > 0.9
 
 
+@pytest.mark.slow
 def test_thousand_requests_with_hbf_are_fast() -> None:
     hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
     config = SimulationConfig("chunked", "Qwen3-30B-A3B", PoissonArrivals(20, 1000, 1024, 16, 0.1, 0), hardware,

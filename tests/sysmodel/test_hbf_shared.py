@@ -211,6 +211,7 @@ def test_drawing_a_resident_blocks_routing_when_settled_changes_nothing(monkeypa
     assert json.dumps(lazy.summary) == json.dumps(eager.summary) and lazy.rows == eager.rows
 
 
+@pytest.mark.slow
 def test_duopd_and_sm_run_with_hbf_from_the_command_line(tmp_path, capsys) -> None:
     common = ["simulate", "--model", "Qwen3-30B-A3B", "--requests", "12", "--input-len", "512", "--output-len", "16"]
     for system, layout in (("duopd", "C"), ("sm-7:3", "B")):
@@ -233,6 +234,7 @@ def test_a_kv_cache_in_hbf_is_still_refused_for_duopd(tmp_path, capsys) -> None:
     assert "KV cache in HBF" in err and err.count("\n") == 1 and not out.exists()
 
 
+@pytest.mark.slow
 def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
     """Speed guard (docs/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
     Both run here, one after the other, so load on the machine scales both; measured 1.8x."""

@@ -9,7 +9,7 @@ import pytest
 from tests.sysmodel import pinned
 from sysmodel.hbf.media import PROVENANCE
 
-pytestmark = pinned.xdist_group("hbf_headline")     # the quick run is shared with test_pinned_results.py
+pytestmark = [pinned.xdist_group("hbf_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
 ROOT = Path(__file__).parents[2]
 
 

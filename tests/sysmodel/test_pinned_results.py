@@ -7,7 +7,7 @@ import pytest
 from tests.sysmodel import pinned
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=pinned.xdist_group(p.stem))
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[pinned.xdist_group(p.stem), pytest.mark.slow])
                                   for p in pinned.files()])
 def test_results_match_the_pinned_values(path) -> None:
     pin = pinned.json.loads(path.read_text())

@@ -281,13 +281,11 @@ def test_an_unknown_system_is_refused_with_the_known_ones(table) -> None:
                                 "sm-7:3, sm-5:5, gpu")
 
 
-def test_hbf_is_refused_where_servers_share_a_memory_and_a_kv_cache_in_hbf_outside_chunked_and_gpu(table) -> None:
+def test_a_kv_cache_in_hbf_is_refused_outside_chunked_and_gpu(table) -> None:
+    """Servers sharing a memory tier take HBF weights (test_hbf_shared.py); only a KV cache in HBF is refused."""
     def setting(layout: Layout) -> Setting:
         return Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
-    with pytest.raises(ConfigError) as error:
-        build("duopd", setting(LAYOUTS["B"]), EventLoop())
-    assert str(error.value) == ("HBF is modelled for systems whose servers do not share a memory tier (chunked, gpu, "
-                                "pd-*), not duopd (docs/hbf.md, 'Systems')")
+    assert build("duopd", setting(LAYOUTS["B"]), EventLoop()).accounts
     with pytest.raises(ConfigError) as error:
         build("pd-1:1", setting(Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")), EventLoop())
     assert str(error.value) == ("a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server "

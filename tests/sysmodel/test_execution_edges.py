@@ -166,6 +166,7 @@ def test_an_operator_that_takes_no_time_asks_for_none_of_the_bandwidth() -> None
     times = np.tile([28.0, 0.0], 2048)
     np.testing.assert_array_equal(_fraction(peaks, times), np.tile([0.25, 0.0], 2048))
     np.testing.assert_array_equal(_fraction(3.0, np.array([0.0, 12.0])), [0.0, 0.25])
+    np.testing.assert_array_equal(_fraction(np.array([1.0, 2.0]), 4.0), [0.25, 0.5])
 
 
 def test_the_measured_model_adds_each_layers_rope_and_residual_adds() -> None:

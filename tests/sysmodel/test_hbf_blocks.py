@@ -20,6 +20,16 @@ def test_a_block_of_iterations_hits_like_one_at_a_time(capacity) -> None:
         assert (block.last == single.last).all() and (block.order == single.order).all()
 
 
+def test_objects_touched_one_at_a_time_hit_in_a_later_block_of_a_cache_that_holds_everything() -> None:
+    """1 layer x 2 slots, capacity 2 (every object fits): `access` touches slot 0, then slot 1 (both miss); a
+    block then touching slot 0, then both, hits slot 0 twice and slot 1 once: nothing is ever evicted."""
+    lru = LayerLRU(1, 2, 2)
+    assert not lru.access(np.array([[True, False]])).any()
+    assert not lru.access(np.array([[False, True]])).any()
+    hits = lru.access_block(np.array([[[True, False]], [[True, True]]]))
+    assert hits.tolist() == [[[True, False]], [[True, True]]]
+
+
 def test_the_fast_path_is_taken_and_exact_on_a_hand_case(monkeypatch) -> None:
     """2 layers x 2 slots, capacity 2. Iteration 0 touches all 4 objects (no hits). Iteration 1 touches all 4:
     object (0, 0) has 3 objects touched after it in iteration 0 and none earlier in iteration 1 (distance 3),

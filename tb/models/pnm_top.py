@@ -70,19 +70,38 @@ def dot(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     _fp32(buffer, fields["d"], shape.row_bytes, m * rows)[:] = total.reshape(-1)
 
 
-def elementwise_refused(fields: dict) -> bool:
-    return not (fields["kind"] == ACT or (fields["kind"] == VOP and not fields["reduce"] and not fields["broadcast"]))
+def elementwise_refused(fields: dict, shape: Shape) -> bool:
+    """The vector sequencer runs ACT and VOP; a VOP with a broadcast or a reduction needs n a multiple of the
+    vector unit's width (one row)."""
+    width = shape.row_bytes // 4
+    if fields["kind"] == ACT:
+        return False
+    return fields["kind"] != VOP or bool((fields["reduce"] or fields["broadcast"]) and fields["n"] % width)
 
 
 def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
-    """VOP: d[i] = op(a[i], b[i]); ACT: d[i] = op(a[i], +0), over the m·n FP32 elements."""
-    count = fields["m"] * fields["n"]
+    """VOP: d[j][i] = op(a[j][i], b[j][i]), or op(a[j][i], b[j]) with broadcast; with a reduction d[j] is vector
+    j's r0s folded as the vector unit folds them (a tree over each beat's lanes, then beat after beat). ACT:
+    d[j][i] = op(a[j][i], +0)."""
+    m, n, width = fields["m"], fields["n"], shape.row_bytes // 4
+    count = m * n
     a = _fp32(buffer, fields["a"], shape.row_bytes, count)
-    b = (_fp32(buffer, fields["b"], shape.row_bytes, count) if fields["kind"] == VOP
-         else np.zeros(count, np.uint32))
+    if fields["kind"] != VOP:
+        b = np.zeros(count, np.uint32)
+    elif fields["broadcast"]:
+        b = np.repeat(_fp32(buffer, fields["b"], shape.row_bytes, m), n)
+    else:
+        b = _fp32(buffer, fields["b"], shape.row_bytes, count)
     zero = np.zeros(count, np.uint32)
-    result = vector_model.elementwise(fields["op"], a, b, zero, zero)[0]
-    _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = result
+    if fields["kind"] != VOP or not fields["reduce"]:
+        _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = vector_model.elementwise(fields["op"], a, b, zero,
+                                                                                          zero)[0]
+        return
+    beats = [vector_model.Beat(fields["op"], fields["reduce"], int((q + 1) % (n // width) == 0),
+                               np.stack([a[q * width:(q + 1) * width], b[q * width:(q + 1) * width],
+                                         zero[:width], zero[:width]]))
+             for q in range(count // width)]
+    _fp32(buffer, fields["d"], shape.row_bytes, m)[:] = [out[0, 0] for out in vector_model.run(beats)]
 
 
 def run(words: list[int], start: int, config: control.Config, shape: Shape, memory: np.ndarray,
@@ -107,7 +126,7 @@ def run(words: list[int], start: int, config: control.Config, shape: Shape, memo
                 unit_error, unit_id = unit_error or UNIT_ARRAY, unit_id if unit_error else f["id"]
             else:
                 dot(buffer, f, shape)
-        elif elementwise_refused(f):
+        elif elementwise_refused(f, shape):
             unit_error, unit_id = unit_error or UNIT_VECTOR, unit_id if unit_error else f["id"]
         else:
             elementwise(buffer, f, shape)

@@ -47,9 +47,10 @@ class Rows:
         return row, self.h.load(row, address, values.nbytes)
 
 
-def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op) -> list[Instruction]:
+def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, reduce: Reduce) -> list[Instruction]:
     """The MLP and attention shapes of a decode step at the bench's size: GEMV x·Wᵀ, an activation, a VOP with
-    another tensor, P·V with V transposed; every result stored."""
+    another tensor, a reduction of each vector (of its squares, RMSNorm's first step, or its maximum, softmax's),
+    a product with one scale per vector (broadcast), P·V with V transposed; every result stored."""
     p, rows = h.params, Rows(h)
     k = tiles * p.width
     x_row, program = rows.operand(h.fp16(m, k))
@@ -57,21 +58,32 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op) -> l
     program += loads
     g_row, loads = rows.operand(h.fp32(m, n))
     program += loads
+    s_row, loads = rows.operand(h.fp32(m))              # one scale per vector
+    program += loads
     p_row, loads = rows.operand(h.fp16(m, k))           # probabilities of m heads over k tokens
     program += loads
     vt_row, loads = rows.operand(h.fp16(n, k))          # V transposed: n head dimensions of k tokens
     program += loads
-    y, z, out, o = (rows.take(4 * m * n) for _ in range(4))
+    y, z, out, o, scaled, folded = (rows.take(4 * m * n) for _ in range(6))
     program += [BARRIER,
                 Instruction(Opcode.GEMV.value, d=y, a=x_row, b=w_row, n=n, k=k, m=m),
                 Instruction(Opcode.PV.value, d=o, a=p_row, b=vt_row, n=k, k=n, m=m),
                 BARRIER,
                 Instruction(Opcode.ACT.value, func=act_func(act), d=z, a=y, n=n, m=m),
                 BARRIER,
-                Instruction(Opcode.VOP.value, func=vop_func(vop), d=out, a=z, b=g_row, n=n, m=m),
-                BARRIER]
-    for k_, row in enumerate((y, out, o)):
-        program += h.store(row, OUTPUTS + 0x400 * k_, 4 * m * n)
+                Instruction(Opcode.VOP.value, func=vop_func(vop), d=out, a=z, b=g_row, n=n, m=m)]
+    stores = [(row, 4 * m * n) for row in (y, out, o)]
+    # Broadcasts and reductions take whole rows per vector: vectors of n rounded down to the vector unit's width.
+    whole = n // (p.row_bytes // 4) * (p.row_bytes // 4)
+    if whole:
+        program += [Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, broadcast=True), d=scaled, a=z, b=s_row,
+                                n=whole, m=m),
+                    Instruction(Opcode.VOP.value, func=vop_func(Op.MUL if reduce == Reduce.SUM else Op.MAX, reduce),
+                                d=folded, a=z, b=z, n=whole, m=m)]
+        stores += [(scaled, 4 * m * whole), (folded, 4 * m)]
+    program.append(BARRIER)
+    for k_, (row, size) in enumerate(stores):
+        program += h.store(row, OUTPUTS + 0x400 * k_, size)
     return program + [DONE]
 
 
@@ -81,11 +93,12 @@ async def programs(dut):
     back-pressure and latency on the memory side: every stored byte as the model says."""
     h = Harness(dut, seed=1)
     await bench.start(dut)
-    shapes = [(h.params.lanes, 4, 2, Op.SILU, Op.MUL), (1, 3, 1, Op.GELU, Op.ADD), (h.params.lanes, 5, 1, Op.SILU,
-              Op.EXP), (2 if h.params.lanes > 1 else 1, 2, 3, Op.GELU, Op.MAX)]
-    for k, (m, n, tiles, act, vop) in enumerate(shapes):
+    lanes = h.params.lanes
+    shapes = [(lanes, 4, 2, Op.SILU, Op.MUL, Reduce.SUM), (1, 3, 1, Op.GELU, Op.ADD, Reduce.MAX),
+              (lanes, 5, 1, Op.SILU, Op.EXP, Reduce.MAX), (min(2, lanes), 2, 3, Op.GELU, Op.MAX, Reduce.SUM)]
+    for k, (m, n, tiles, act, vop, reduce) in enumerate(shapes):
         h.surroundings((0.0, 0.3, 0.6, 0.3)[k], ((4, 4), (2, 30), (1, 60), (10, 12))[k])
-        await h.run(layer_program(h, m, n, tiles, act, vop), start=3 * k)
+        await h.run(layer_program(h, m, n, tiles, act, vop, reduce), start=3 * k)
     _record(h, layer_programs=h.programs_checked)
 
 
@@ -128,6 +141,8 @@ async def timing(dut):
     for n in (4, 16, 64):
         vop = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD), d=d, a=x_row, b=w_row, n=n, m=1)
         figures[f"vop_n{n}_cycles"] = await _cycles(h, [vop])
+        folded = Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, Reduce.SUM), d=d, a=x_row, b=x_row, n=n, m=1)
+        figures[f"vop_sum_n{n}_cycles"] = await _cycles(h, [folded])
     _record(h, latency_cycles=latency, initiation_interval=interval, **figures)
 
 
@@ -170,7 +185,7 @@ async def reset_mid_program(dut):
     h = Harness(dut, seed=4)
     await bench.start(dut)
     h.surroundings(0.3, (2, 20))
-    program = layer_program(h, h.params.lanes, 4, 1, Op.SILU, Op.MUL)
+    program = layer_program(h, h.params.lanes, 4, 1, Op.SILU, Op.MUL, Reduce.SUM)
     await h.run(program)
     words_start = h.start_probe.cycles[-1]
     h.start.send_nowait(bench.StreamTransaction(payload=h.packers["start"].pack(pc=0)))

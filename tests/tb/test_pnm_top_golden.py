@@ -58,12 +58,28 @@ def test_elementwise_ops() -> None:
     buffer = _buffer()
     _put(buffer, 0, np.array([1.5, -2, 3], np.float32))
     _put(buffer, 4, np.array([0.5, 4, -1], np.float32))
-    model.elementwise(buffer, {"kind": model.VOP, "op": Op.ADD.value, "d": 8, "a": 0, "b": 4, "n": 3, "m": 1}, SHAPE)
+    model.elementwise(buffer, {"kind": model.VOP, "op": Op.ADD.value, "d": 8, "a": 0, "b": 4, "n": 3, "m": 1,
+                                "reduce": 0, "broadcast": 0}, SHAPE)
     assert _get32(buffer, 8, 3).tolist() == [2.0, 2.0, 2.0]
     model.elementwise(buffer, {"kind": model.ACT, "op": Op.SILU.value, "d": 12, "a": 0, "b": 4, "n": 3, "m": 1},
                       SHAPE)
     exact = [x / (1 + np.exp(-x)) for x in (1.5, -2, 3)]
     assert np.allclose(_get32(buffer, 12, 3), exact, rtol=1e-6)
+
+
+def test_broadcast_and_reductions() -> None:
+    """A 2-lane vector unit (8-byte rows): d[j] = Σ_i a[j][i]·b[j] folded per beat (tree), then beat after beat."""
+    two = model.Shape(row_bytes=8, width=2, lanes=2)
+    buffer = np.zeros(256, np.uint8)
+    buffer[0:32] = np.frombuffer(np.array([1, 2, 3, 4, 5, 6, 7, 8], np.float32).tobytes(), np.uint8)
+    buffer[32:40] = np.frombuffer(np.array([2, -1], np.float32).tobytes(), np.uint8)
+    vop = {"kind": model.VOP, "op": Op.MUL.value, "d": 8, "a": 0, "b": 4, "n": 4, "m": 2, "broadcast": 1}
+    model.elementwise(buffer, vop | {"reduce": 0}, two)
+    assert buffer[64:96].view(np.float32).tolist() == [2, 4, 6, 8, -5, -6, -7, -8]
+    model.elementwise(buffer, vop | {"reduce": 1, "d": 12}, two)
+    assert buffer[96:104].view(np.float32).tolist() == [20, -26]
+    model.elementwise(buffer, vop | {"reduce": 2, "d": 12}, two)
+    assert buffer[96:104].view(np.float32).tolist() == [8, -5]
 
 
 def test_refusals() -> None:
@@ -77,10 +93,15 @@ def test_refusals() -> None:
     assert model.dot_refused(ok | {"m": 3}, SHAPE)       # more vectors than lanes
     assert not model.dot_refused(ok | {"kind": model.PV, "n": 4, "k": 3}, SHAPE)
     assert model.dot_refused(ok | {"kind": model.PV, "n": 3, "k": 4}, SHAPE)   # PV's dot length is n
-    assert model.elementwise_refused({"kind": model.SOFTMAX, "reduce": 0, "broadcast": 0})
-    assert model.elementwise_refused({"kind": model.VOP, "reduce": 1, "broadcast": 0})
-    assert model.elementwise_refused({"kind": model.VOP, "reduce": 0, "broadcast": 1})
-    assert not model.elementwise_refused({"kind": model.ACT, "reduce": 0, "broadcast": 0})
+    vop = {"kind": model.VOP, "reduce": 0, "broadcast": 0, "n": 6}
+    four = model.Shape(row_bytes=16, width=2, lanes=2)          # a 4-lane vector unit
+    assert model.elementwise_refused(vop | {"kind": model.SOFTMAX}, SHAPE)
+    assert not model.elementwise_refused(vop, four)             # element-wise: any n
+    assert model.elementwise_refused(vop | {"reduce": 1}, four)  # 6 elements are not whole beats of 4
+    assert model.elementwise_refused(vop | {"broadcast": 1}, four)
+    assert not model.elementwise_refused(vop | {"reduce": 1, "n": 8}, four)
+    assert not model.elementwise_refused(vop | {"reduce": 2, "broadcast": 1}, SHAPE)  # 1 lane: every n
+    assert not model.elementwise_refused(vop | {"kind": model.ACT}, four)
 
 
 def _words(instructions) -> list[int]:

@@ -6,7 +6,6 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..mmu import ports as mmu_ports
 from ..mmu.mmu import MMU
 from ..pnm_buffer.buffer import PNMBuffer
 from ..pnm_controller import ports as controller_ports
@@ -29,25 +28,22 @@ class PNM(wiring.Component):
 
     Timing: `latency` is from `start` accepted to the first memory request on `mc_req`, on an idle PNM whose
     program starts with a LOAD (the controller's fetch, decode and issue, then the MMU's PNM path);
-    `initiation_interval`: the controller issues one instruction per cycle."""
+    `initiation_interval`: the smallest gap between the memory requests of one LOAD (the MMU issues one per
+    cycle)."""
 
     initiation_interval = 1
 
     def __init__(self, params: PNMParams = PNMParams()) -> None:
         self.params = p = params
-        cp, mp = p.controller_params(), p.mmu_params()
+        cp = p.controller_params()
         self.latency = PNMController.latency + MMU.latency + 1  # the MMU's PNM path has its LSU's register more
         self._lanes, self._vector = LaneArray(p), PNMVector(p.vector_params())
+        self._mmu = MMU(p.mmu_params())
         super().__init__({
             "write": In(stream.Signature(controller_ports.program_write(cp))),
             "start": In(stream.Signature(controller_ports.start(cp))),
             "status": Out(status(p)),
-            "gpu_req": In(stream.Signature(mmu_ports.gpu_request(mp))),
-            "gpu_resp": Out(stream.Signature(mmu_ports.gpu_response(mp))),
-            "mc_req": Out(stream.Signature(mmu_ports.mc_request(mp))),
-            "mc_resp": In(stream.Signature(mmu_ports.mc_response(mp))),
-            "config": In(stream.Signature(mmu_ports.config_write(mp))),
-            "stray_response": Out(1),
+            **{name: self._mmu.signature.members[name] for name in (*MMU_PORTS, "stray_response")},
         })
 
     @property
@@ -59,7 +55,7 @@ class PNM(wiring.Component):
         m = Module()
         p = self.params
         m.submodules.controller = controller = PNMController(p.controller_params())
-        m.submodules.mmu = mmu = MMU(p.mmu_params())
+        m.submodules.mmu = mmu = self._mmu
         m.submodules.buffer = buffer = PNMBuffer(p.buffer_params())
         m.submodules.lanes = lanes = self._lanes
         m.submodules.vector = vector = self._vector
@@ -81,21 +77,10 @@ class PNM(wiring.Component):
         wiring.connect(m, mmu.buf_wr, buffer.buf_wr)
         wiring.connect(m, mmu.buf_rd, buffer.buf_rd)
         wiring.connect(m, buffer.buf_rdata, mmu.buf_rdata)
-        # The array: commands, operand tiles, lanes, results.
-        wiring.connect(m, controller.array_cmd, dot.command)
-        wiring.connect(m, dot.done, controller.array_done)
-        wiring.connect(m, dot.rd, buffer.array0_rd)
-        wiring.connect(m, buffer.array0_rdata, dot.rdata)
-        wiring.connect(m, dot.beat, lanes.i)
-        wiring.connect(m, lanes.o, dot.results)
+        # Each sequencer between its unit's command port, a buffer read port and its unit.
+        _join(m, controller.array_cmd, controller.array_done, dot, buffer.array0_rd, buffer.array0_rdata, lanes)
         m.d.comb += [getattr(lanes, f"operand{j}").eq(getattr(dot, f"operand{j}")) for j in range(p.lanes)]
-        # The vector unit.
-        wiring.connect(m, controller.vector_cmd, elementwise.command)
-        wiring.connect(m, elementwise.done, controller.vector_done)
-        wiring.connect(m, elementwise.rd, buffer.vu_rd)
-        wiring.connect(m, buffer.vu_rdata, elementwise.rdata)
-        wiring.connect(m, elementwise.beat, vector.i)
-        wiring.connect(m, vector.o, elementwise.results)
+        _join(m, controller.vector_cmd, controller.vector_done, elementwise, buffer.vu_rd, buffer.vu_rdata, vector)
         # Both write back through the vector unit's buffer port.
         wiring.connect(m, dot.wr, writes.first)
         wiring.connect(m, elementwise.wr, writes.second)
@@ -114,3 +99,14 @@ class PNM(wiring.Component):
                      self.status.pc.eq(controller.status.pc), self.status.unit_error.eq(unit_error),
                      self.status.unit_id.eq(unit_id)]
         return m
+
+
+def _join(m: Module, command, done, sequencer, read, read_data, unit) -> None:
+    """`sequencer` takes the controller's `command` and answers on `done`, reads the buffer on `read` →
+    `read_data`, and streams beats through `unit`."""
+    wiring.connect(m, command, sequencer.command)
+    wiring.connect(m, sequencer.done, done)
+    wiring.connect(m, sequencer.rd, read)
+    wiring.connect(m, read_data, sequencer.rdata)
+    wiring.connect(m, sequencer.beat, unit.i)
+    wiring.connect(m, unit.o, sequencer.results)

@@ -6,7 +6,7 @@ tiles of `width` FP16 long, folded tile by tile in the lanes' accumulators (MLP 
 element j·R + r of d. GEMV and SCORE take b as R = n rows of L = k; P·V takes b as V transposed, R = k rows
 (head dimensions) of L = n (tokens): the layout docs/pnm-top.md has the GPU's prefill write."""
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 

@@ -73,10 +73,12 @@ def test_a_vector_op_that_drops_its_second_operand_fails_the_bench(monkeypatch, 
 
 
 @icarus
-@pytest.mark.parametrize("data_bits", [32, 64, 128])
-def test_the_bench_passes_under_icarus(data_bits: int, tmp_path) -> None:
-    """The control for the planted bugs (the bench's size), and 8- and 16-byte rows: a vector unit of 2 and 4 lanes,
+@pytest.mark.parametrize("changes", [{}, {"data_bits": 64}, {"data_bits": 128},
+                                     {"lanes": 4, "width": 16, "sublane_width": 4}], ids=str)
+def test_the_bench_passes_under_icarus(changes: dict, tmp_path) -> None:
+    """The control for the planted bugs (the bench's size); 8- and 16-byte rows: a vector unit of 2 and 4 lanes,
     where rows hold several elements (the last row of an odd count partly written, a broadcast scalar picked out of
-    its row, reductions over several lanes), too slow to build under Verilator in a test."""
-    params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | {"data_bits": data_bits}))
+    its row, reductions over several lanes), too slow to build under Verilator in a test; and 4 lanes of 16 in
+    sublanes of 4, whose 32-byte tiles span 8 rows."""
+    params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | changes))
     run_bench("pnm", "tb.pnm_top.bench", params, runs=tmp_path, simulator="icarus")

@@ -15,7 +15,8 @@ from .ports import lane_beat, lane_results
 
 class LaneArray(wiring.Component):
     """`i`: the shared beat (memory operand and controls); `operand<j>`: lane j's own operand (`width` FP16),
-    taken with `i`'s transfer; `o`: every lane's accumulator, one beat per emitting beat of `i`.
+    taken with `i`'s transfer; `o`: every lane's accumulator (MLP) or sublane sums (attention), one beat per
+    emitting beat of `i`.
 
     Every lane gets the same beats and stalls on the same `o.ready`, so the lanes stay in lockstep; `i.ready` and
     `o.valid` are nonetheless the AND over lanes, so a beat moves only when every lane moves it."""
@@ -48,6 +49,7 @@ class LaneArray(wiring.Component):
                 lane.i.payload.emit.eq(beat.emit),
                 lane.o.ready.eq(self.o.ready & valid),
                 self.o.payload.accumulator[j].eq(lane.o.payload.accumulator),
+                self.o.payload.sublane_sums[j].eq(lane.o.payload.sublane_sums),
             ]
         return m
 

@@ -30,5 +30,7 @@ def lane_beat(p: PNMParams) -> data.StructLayout:
 
 
 def lane_results(p: PNMParams) -> data.StructLayout:
-    """One output beat of every lane: its MLP accumulator."""
-    return data.StructLayout({"accumulator": data.ArrayLayout(32, p.lanes)})
+    """One output beat of every lane: its MLP accumulator, or in attention mode its sublanes' dot products."""
+    sublanes = p.width // p.sublane_width
+    return data.StructLayout({"accumulator": data.ArrayLayout(32, p.lanes),
+                              "sublane_sums": data.ArrayLayout(data.ArrayLayout(32, sublanes), p.lanes)})

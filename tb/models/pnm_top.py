@@ -24,6 +24,12 @@ class Shape:
     row_bytes: int
     width: int       # FP16 per lane operand tile
     lanes: int
+    sublane_width: int = 0  # 0: the lane is one sublane (no attention mode)
+
+    def attention(self, fields: dict) -> bool:
+        """SCORE of a head dimension of one sublane, on a lane of several: attention mode."""
+        return (fields["kind"] == SCORE and 0 < self.sublane_width < self.width
+                and fields["k"] == self.sublane_width)
 
     @property
     def tile_bytes(self) -> int:
@@ -48,17 +54,25 @@ def _fp32(buffer: np.ndarray, row: int, row_bytes: int, count: int) -> np.ndarra
 
 
 def dot_refused(fields: dict, shape: Shape) -> bool:
-    """The array sequencer's limits: L a whole number of tiles, a and b on tile boundaries, m ≤ lanes."""
+    """The array sequencer's limits: b on a tile boundary, m ≤ lanes; in MLP mode L a whole number of tiles and a
+    on a tile boundary; in attention mode a on a query boundary (2 · sublane_width bytes)."""
+    a_byte, b_byte = fields["a"] * shape.row_bytes, fields["b"] * shape.row_bytes
+    if b_byte % shape.tile_bytes or fields["m"] > shape.lanes:
+        return True
+    if shape.attention(fields):
+        return bool(a_byte % (2 * shape.sublane_width))
     length = fields["n"] if fields["kind"] == PV else fields["k"]
-    return bool(length % shape.width or (fields["a"] * shape.row_bytes) % shape.tile_bytes
-                or (fields["b"] * shape.row_bytes) % shape.tile_bytes or fields["m"] > shape.lanes)
+    return bool(length % shape.width or a_byte % shape.tile_bytes)
 
 
 def dot(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     """GEMV/SCORE: d[j][i] = Σ_t a[j][t]·b[i][t] over b's n rows of k; PV: b is V transposed (k rows of n tokens),
     d[j][e] = Σ_t a[j][t]·b[e][t]. Each dot product: per tile of `width` the lane's tree of FP16 products, then
-    the tiles' sums added in order to the first (the accumulator)."""
+    the tiles' sums added in order to the first (the accumulator). In attention mode each score is one sublane's
+    tree over its k = sublane_width products."""
     kind, m = fields["kind"], fields["m"]
+    if shape.attention(fields):   # one sublane's tree per score: the same sums as one tile of that width
+        shape = Shape(shape.row_bytes, shape.sublane_width, shape.lanes)
     rows, length = (fields["k"], fields["n"]) if kind == PV else (fields["n"], fields["k"])
     tiles = length // shape.width
     a = _fp16(buffer, fields["a"], shape.row_bytes, m * length).reshape(m, tiles, shape.width)

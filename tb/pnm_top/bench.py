@@ -50,7 +50,8 @@ class Rows:
 def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, reduce: Reduce) -> list[Instruction]:
     """The MLP and attention shapes of a decode step at the bench's size: GEMV x·Wᵀ, an activation, a VOP with
     another tensor, a reduction of each vector (of its squares, RMSNorm's first step, or its maximum, softmax's),
-    a product with one scale per vector (broadcast), P·V with V transposed; every result stored."""
+    a product with one scale per vector (broadcast), attention scores of one sublane's head dimension over keys
+    that end in a partial tile, P·V with V transposed; every result stored."""
     p, rows = h.params, Rows(h)
     k = tiles * p.width
     x_row, program = rows.operand(h.fp16(m, k))
@@ -64,7 +65,13 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, redu
     program += loads
     vt_row, loads = rows.operand(h.fp16(n, k))          # V transposed: n head dimensions of k tokens
     program += loads
-    y, z, out, o, scaled, folded = (rows.take(4 * m * n) for _ in range(6))
+    sublanes = p.width // p.sublane_width
+    if sublanes > 1:   # queries of one sublane's head dimension and 2·sublanes + 1 keys: attention mode
+        q_row, loads = rows.operand(h.fp16(m, p.sublane_width))
+        program += loads
+        keys_row, loads = rows.operand(h.fp16(2 * sublanes + 1, p.sublane_width))
+        program += loads
+    y, z, out, o, scaled, folded, scores = (rows.take(4 * m * max(n, 2 * sublanes + 1)) for _ in range(7))
     program += [BARRIER,
                 Instruction(Opcode.GEMV.value, d=y, a=x_row, b=w_row, n=n, k=k, m=m),
                 Instruction(Opcode.PV.value, d=o, a=p_row, b=vt_row, n=k, k=n, m=m),
@@ -73,6 +80,10 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, redu
                 BARRIER,
                 Instruction(Opcode.VOP.value, func=vop_func(vop), d=out, a=z, b=g_row, n=n, m=m)]
     stores = [(row, 4 * m * n) for row in (y, out, o)]
+    if sublanes > 1:
+        program.insert(-5, Instruction(Opcode.SCORE.value, d=scores, a=q_row, b=keys_row, n=2 * sublanes + 1,
+                                       k=p.sublane_width, m=m))
+        stores.append((scores, 4 * m * (2 * sublanes + 1)))
     # Broadcasts and reductions take whole rows per vector: vectors of n rounded down to the vector unit's width.
     whole = n // (p.row_bytes // 4) * (p.row_bytes // 4)
     if whole:
@@ -133,11 +144,16 @@ async def timing(dut):
         figures[f"store_{size}_bytes_cycles"] = await _cycles(h, h.store(0, OUTPUTS, size))
     x_row, loads = rows.operand(h.fp16(p.lanes, 2 * p.width))
     w_row, more = rows.operand(h.fp16(8, 2 * p.width))
-    d = rows.take(4 * p.lanes * 8)
+    d = rows.take(4 * 64 * p.lanes)    # room for every result below
     await h.run([*loads, *more, DONE])
     for m, n, tiles in ((1, 4, 1), (1, 8, 1), (p.lanes, 8, 1), (p.lanes, 8, 2)):
         gemv = Instruction(Opcode.GEMV.value, d=d, a=x_row, b=w_row, n=n, k=tiles * p.width, m=m)
         figures[f"gemv_m{m}_n{n}_k{tiles * p.width}_cycles"] = await _cycles(h, [gemv])
+    sublanes = p.width // p.sublane_width
+    if sublanes > 1:
+        for n in (2 * sublanes, 8 * sublanes):
+            score = Instruction(Opcode.SCORE.value, d=d, a=x_row, b=w_row, n=n, k=p.sublane_width, m=p.lanes)
+            figures[f"score_m{p.lanes}_n{n}_k{p.sublane_width}_cycles"] = await _cycles(h, [score])
     for n in (4, 16, 64):
         vop = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD), d=d, a=x_row, b=w_row, n=n, m=1)
         figures[f"vop_n{n}_cycles"] = await _cycles(h, [vop])

@@ -45,7 +45,7 @@ class Harness:
         self.control = control.Config(depth=p.depth, buffer_rows=1 << p.buffer_address_bits,
                                       address_bits=p.address_bits, row_bytes=rb,
                                       max_tensor_bytes=p.mmu_params().max_tensor_bytes, id_bits=p.id_bits)
-        self.shape = model.Shape(row_bytes=rb, width=p.width, lanes=p.lanes)
+        self.shape = model.Shape(row_bytes=rb, width=p.width, lanes=p.lanes, sublane_width=p.sublane_width)
         self.regions: list[tuple[int, int]] = []
         self.programs_checked = self.bytes_checked = 0
         self.mc_probe = bench.HandshakeProbe(dut, "mc_req")

@@ -54,6 +54,21 @@ def test_gemv_against_float64() -> None:
     assert np.allclose(_get32(buffer, 64, 10).reshape(2, 5), exact, rtol=1e-5, atol=1e-5)
 
 
+def test_attention_mode_scores_one_sublane_per_key() -> None:
+    """Lanes of 4 in sublanes of 2: SCORE with k = 2 scores each query against 3 keys (one a key per sublane)."""
+    shape = model.Shape(row_bytes=4, width=4, lanes=2, sublane_width=2)
+    buffer = _buffer()
+    _put(buffer, 0, np.array([[1, 2], [3, -1]], np.float16))           # 2 queries
+    _put(buffer, 2, np.array([[1, 0], [0, 1], [2, 2]], np.float16))    # 3 keys (b on a tile: 8 B = 2 rows)
+    score = {"kind": model.SCORE, "d": 8, "a": 0, "b": 2, "n": 3, "k": 2, "m": 2}
+    assert shape.attention(score) and not model.dot_refused(score, shape)
+    model.dot(buffer, score, shape)
+    assert _get32(buffer, 8, 6).tolist() == [1, 2, 6, 3, -1, 4]
+    assert model.dot_refused(score | {"b": 1}, shape)                 # b off a tile
+    assert not model.dot_refused(score | {"a": 1}, shape)             # a query is one 4-byte row: any row
+    assert not shape.attention(score | {"k": 4}) and not shape.attention(score | {"kind": model.GEMV})
+
+
 def test_elementwise_ops() -> None:
     buffer = _buffer()
     _put(buffer, 0, np.array([1.5, -2, 3], np.float32))

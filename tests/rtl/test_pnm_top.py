@@ -5,6 +5,8 @@ import pytest
 from amaranth.hdl import unsigned
 from amaranth.sim import Simulator
 
+from basedie.cli import main
+
 from rtl.mmu.mmu import MMU
 from rtl.mmu.params import MMUParams
 from rtl.pnm.params import LaneParams
@@ -74,3 +76,10 @@ def test_the_write_arbiter_alternates_and_holds_an_offer() -> None:
     sim.run()
     # 1, 2, 1 taken; then 2 offered and held over two refused cycles, taken; then 1.
     assert [payload for _, payload in seen] == [1, 2, 1, 2, 2, 2, 1]
+
+
+def test_generate_refuses_a_bad_size_in_one_line(tmp_path, capsys) -> None:
+    assert main(["generate", "pnm", "--param", "banks=32", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "width=1024: a lane's operand tile (2048 B) must fit one buffer line" in err
+    assert list(tmp_path.iterdir()) == []

@@ -19,7 +19,7 @@ from ..pnm_buffer import ports as buffer_ports
 from ..pnm_controller import ports as controller_ports
 from ..pnm_controller.ports import ArrayKind
 from .params import FP16_BYTES, FP32_BYTES, PNMParams
-from .ports import lane_beat, lane_results
+from .ports import Step, lane_beat, lane_results
 
 
 class DotSequencer(wiring.Component):
@@ -103,70 +103,70 @@ class DotSequencer(wiring.Component):
         a_operands = [Signal(16 * p.width, name=f"a_operand{j}") for j in range(p.lanes)]
         clear, emit = Signal(), Signal()
 
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.command.ready.eq(1)
-                with m.If(self.command.valid):
-                    first = Mux(scoring, a_query, a_tile)
-                    m.d.sync += [d.eq(cmd.d), id_.eq(cmd.id), vectors.eq(cmd.m), keys.eq(cmd.n), attention.eq(scoring),
-                                 rows.eq(Mux(scoring, (cmd.n + sublanes - 1) >> sub_bits, Mux(pv, cmd.k, cmd.n))),
-                                 tiles.eq(Mux(scoring, 1, length >> width_bits)),
-                                 reload.eq(~scoring & ((length >> width_bits) != 1)), a_first.eq(first),
-                                 rq_r.eq(0), rq_t.eq(0), rq_s.eq(0), rq_row.eq(b_tile), rq_a.eq(first),
-                                 rs_r.eq(0), rs_t.eq(0), rs_s.eq(0), rs_a.eq(first),
-                                 wr_r.eq(0), wr_j.eq(0), wr_s.eq(0), element.eq(0), key0.eq(0), base.eq(0)]
-                    with m.If(runnable):
-                        m.next = "RUN"
+        # An If chain, not an FSM: Yosys writes a state switch as a case statement Verilator finds incomplete.
+        state = Signal(Step)
+        with m.If(state == Step.IDLE):
+            m.d.comb += self.command.ready.eq(1)
+            with m.If(self.command.valid):
+                first = Mux(scoring, a_query, a_tile)
+                m.d.sync += [d.eq(cmd.d), id_.eq(cmd.id), vectors.eq(cmd.m), keys.eq(cmd.n), attention.eq(scoring),
+                             rows.eq(Mux(scoring, (cmd.n + sublanes - 1) >> sub_bits, Mux(pv, cmd.k, cmd.n))),
+                             tiles.eq(Mux(scoring, 1, length >> width_bits)),
+                             reload.eq(~scoring & ((length >> width_bits) != 1)), a_first.eq(first),
+                             rq_r.eq(0), rq_t.eq(0), rq_s.eq(0), rq_row.eq(b_tile), rq_a.eq(first),
+                             rs_r.eq(0), rs_t.eq(0), rs_s.eq(0), rs_a.eq(first),
+                             wr_r.eq(0), wr_j.eq(0), wr_s.eq(0), element.eq(0), key0.eq(0), base.eq(0)]
+                with m.If(runnable):
+                    m.d.sync += state.eq(Step.RUN)
+                with m.Else():
+                    m.d.sync += state.eq(Step.DONE)
+        with m.Elif(state == Step.RUN):
+            # Tile reads.
+            a_address = Mux(attention, rq_a >> sub_bits, rq_a + rq_t)
+            a_step = Mux(attention, 1, tiles)
+            m.d.comb += [self.rd.valid.eq(rq_r < rows),
+                         self.rd.payload.row.eq(Mux(rq_s == 0, rq_row + rq_t, a_address))]
+            with m.If(self.rd.valid & self.rd.ready):
+                with m.If(rq_s == last_slot(rq_r)):
+                    m.d.sync += [rq_s.eq(0), rq_a.eq(a_first)]
+                    with m.If(rq_t == tiles - 1):
+                        m.d.sync += [rq_t.eq(0), rq_r.eq(rq_r + 1), rq_row.eq(rq_row + tiles)]
                     with m.Else():
-                        m.next = "DONE"
-            with m.State("RUN"):
-                # Tile reads.
-                a_address = Mux(attention, rq_a >> sub_bits, rq_a + rq_t)
-                a_step = Mux(attention, 1, tiles)
-                m.d.comb += [self.rd.valid.eq(rq_r < rows),
-                             self.rd.payload.row.eq(Mux(rq_s == 0, rq_row + rq_t, a_address))]
-                with m.If(self.rd.valid & self.rd.ready):
-                    with m.If(rq_s == last_slot(rq_r)):
-                        m.d.sync += [rq_s.eq(0), rq_a.eq(a_first)]
-                        with m.If(rq_t == tiles - 1):
-                            m.d.sync += [rq_t.eq(0), rq_r.eq(rq_r + 1), rq_row.eq(rq_row + tiles)]
-                        with m.Else():
-                            m.d.sync += rq_t.eq(rq_t + 1)
+                        m.d.sync += rq_t.eq(rq_t + 1)
+                with m.Else():
+                    m.d.sync += rq_s.eq(rq_s + 1)
+                    with m.If(rq_s != 0):
+                        m.d.sync += rq_a.eq(rq_a + a_step)
+            # Tile data into the operand registers; the last tile of a beat makes the beat. In attention mode
+            # a lane's operand is its query, cut out of its tile and copied into every sublane.
+            data = self.rdata.payload.data
+            query = data.word_select(rs_a[:sub_bits], 8 * query_bytes) if sub_bits else data
+            operand = Mux(attention, Cat(query for _ in range(sublanes)), data)
+            m.d.comb += self.rdata.ready.eq(~beat_full | self.beat.ready)
+            with m.If(self.beat.valid & self.beat.ready):
+                m.d.sync += beat_full.eq(0)
+            with m.If(self.rdata.valid & self.rdata.ready):
+                with m.If(rs_s == 0):
+                    m.d.sync += b_operand.eq(data)
+                for j in range(p.lanes):
+                    with m.Elif(rs_s == j + 1):
+                        m.d.sync += a_operands[j].eq(operand)
+                with m.If(rs_s == last_slot(rs_r)):
+                    m.d.sync += [rs_s.eq(0), rs_a.eq(a_first), beat_full.eq(1), clear.eq(rs_t == 0),
+                                 emit.eq(rs_t == tiles - 1)]
+                    with m.If(rs_t == tiles - 1):
+                        m.d.sync += [rs_t.eq(0), rs_r.eq(rs_r + 1)]
                     with m.Else():
-                        m.d.sync += rq_s.eq(rq_s + 1)
-                        with m.If(rq_s != 0):
-                            m.d.sync += rq_a.eq(rq_a + a_step)
-                # Tile data into the operand registers; the last tile of a beat makes the beat. In attention mode
-                # a lane's operand is its query, cut out of its tile and copied into every sublane.
-                data = self.rdata.payload.data
-                query = data.word_select(rs_a[:sub_bits], 8 * query_bytes) if sub_bits else data
-                operand = Mux(attention, Cat(query for _ in range(sublanes)), data)
-                m.d.comb += self.rdata.ready.eq(~beat_full | self.beat.ready)
-                with m.If(self.beat.valid & self.beat.ready):
-                    m.d.sync += beat_full.eq(0)
-                with m.If(self.rdata.valid & self.rdata.ready):
-                    with m.Switch(rs_s):
-                        with m.Case(0):
-                            m.d.sync += b_operand.eq(data)
-                        for j in range(p.lanes):
-                            with m.Case(j + 1):
-                                m.d.sync += a_operands[j].eq(operand)
-                    with m.If(rs_s == last_slot(rs_r)):
-                        m.d.sync += [rs_s.eq(0), rs_a.eq(a_first), beat_full.eq(1), clear.eq(rs_t == 0),
-                                     emit.eq(rs_t == tiles - 1)]
-                        with m.If(rs_t == tiles - 1):
-                            m.d.sync += [rs_t.eq(0), rs_r.eq(rs_r + 1)]
-                        with m.Else():
-                            m.d.sync += rs_t.eq(rs_t + 1)
-                    with m.Else():
-                        m.d.sync += rs_s.eq(rs_s + 1)
-                        with m.If(rs_s != 0):
-                            m.d.sync += rs_a.eq(rs_a + 1)
-                self._writes(m, d, vectors, rows, keys, attention, wr_r, wr_j, wr_s, element, key0, base)
-            with m.State("DONE"):
-                m.d.comb += [self.done.valid.eq(1), self.done.payload.id.eq(id_)]
-                with m.If(self.done.ready):
-                    m.next = "IDLE"
+                        m.d.sync += rs_t.eq(rs_t + 1)
+                with m.Else():
+                    m.d.sync += rs_s.eq(rs_s + 1)
+                    with m.If(rs_s != 0):
+                        m.d.sync += rs_a.eq(rs_a + 1)
+            self._writes(m, state, d, vectors, rows, keys, attention, wr_r, wr_j, wr_s, element, key0, base)
+        with m.Else():
+            m.d.comb += [self.done.valid.eq(1), self.done.payload.id.eq(id_)]
+            with m.If(self.done.ready):
+                m.d.sync += state.eq(Step.IDLE)
 
         m.d.comb += [self.beat.valid.eq(beat_full), self.beat.payload.mode.eq(Mux(attention, Mode.ATTENTION, Mode.MLP)),
                      self.beat.payload.clear.eq(clear), self.beat.payload.emit.eq(emit),
@@ -174,7 +174,7 @@ class DotSequencer(wiring.Component):
         m.d.comb += [getattr(self, f"operand{j}").eq(a_operands[j]) for j in range(p.lanes)]
         return m
 
-    def _writes(self, m, d, vectors, rows, keys, attention, wr_r, wr_j, wr_s, element, key0, base) -> None:
+    def _writes(self, m, state, d, vectors, rows, keys, attention, wr_r, wr_j, wr_s, element, key0, base) -> None:
         """One FP32 result per write. MLP: vector j's accumulator to element j·R + r. Attention: sublane s of lane j
         to element j·n + key0 + s, for the keys of the beat below n (key0 = r · sublanes)."""
         p = self.params
@@ -205,4 +205,4 @@ class DotSequencer(wiring.Component):
                 m.d.sync += [wr_s.eq(0), wr_j.eq(0), wr_r.eq(wr_r + 1), element.eq(wr_r + 1),
                              key0.eq(key0 + sublanes), base.eq(key0 + sublanes)]
                 with m.If(wr_r == rows - 1):
-                    m.next = "DONE"
+                    m.d.sync += state.eq(Step.DONE)

@@ -10,6 +10,7 @@ from ..pnm_controller import ports as controller_ports
 from ..pnm_controller.ports import VectorKind
 from ..pnm_vector.ports import Reduce, input_layout, output_layout
 from .params import FP32_BYTES, PNMParams
+from .ports import Step
 
 
 class ElementwiseSequencer(wiring.Component):
@@ -71,67 +72,68 @@ class ElementwiseSequencer(wiring.Component):
             """The next (vector, beat) after a beat."""
             return Mux(t == per_vector - 1, j + 1, j), Mux(t == per_vector - 1, 0, t + 1)
 
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.command.ready.eq(1)
-                with m.If(self.command.valid):
-                    rows_needed = (count + width - 1) >> lane_bits
-                    m.d.sync += [d.eq(cmd.d), a.eq(cmd.a), b.eq(cmd.b), id_.eq(cmd.id), op.eq(cmd.op),
-                                 reduce.eq(Mux(vop, cmd.reduce, Reduce.NONE)), broadcast.eq(vop & cmd.broadcast),
-                                 two.eq(vop), rows.eq(rows_needed), remaining.eq(count),
-                                 outputs.eq(Mux(vop & (cmd.reduce != Reduce.NONE), cmd.m, rows_needed)),
-                                 per_vector.eq(cmd.n >> lane_bits),
-                                 rq_q.eq(0), rs_q.eq(0), wr_q.eq(0), rq_s.eq(0), rs_s.eq(0),
-                                 rq_j.eq(0), rq_t.eq(0), rs_j.eq(0), rs_t.eq(0)]
-                    with m.If(runnable):
-                        m.next = "RUN"
-                    with m.Else():
-                        m.next = "DONE"
-            with m.State("RUN"):
-                b_at = Mux(broadcast, b + (rq_j >> lane_bits), b + rq_q)
-                m.d.comb += [self.rd.valid.eq(rq_q < rows), self.rd.payload.row.eq(Mux(rq_s, b_at, a + rq_q))]
-                with m.If(self.rd.valid & self.rd.ready):
-                    with m.If(two & ~rq_s):
-                        m.d.sync += rq_s.eq(1)
-                    with m.Else():
-                        j, t = step(rq_j, rq_t)
-                        m.d.sync += [rq_s.eq(0), rq_q.eq(rq_q + 1), rq_j.eq(j), rq_t.eq(t)]
-                m.d.comb += self.rdata.ready.eq(~beat_full | self.beat.ready)
-                with m.If(self.beat.valid & self.beat.ready):
-                    m.d.sync += beat_full.eq(0)
-                with m.If(self.rdata.valid & self.rdata.ready):
-                    data = self.rdata.payload.data
-                    scalar = data.word_select(rs_j[:lane_bits], 32) if lane_bits else data
-                    with m.If(rs_s):
-                        m.d.sync += b_row.eq(Mux(broadcast, Cat(scalar for _ in range(width)), data))
-                    with m.Else():
-                        m.d.sync += a_row.eq(data)
-                    with m.If(two & ~rs_s):
-                        m.d.sync += rs_s.eq(1)
-                    with m.Else():
-                        j, t = step(rs_j, rs_t)
-                        m.d.sync += [rs_s.eq(0), rs_q.eq(rs_q + 1), beat_full.eq(1),
-                                     last.eq(rs_t == per_vector - 1), rs_j.eq(j), rs_t.eq(t)]
-                lanes = self.results.payload.lanes
-                slot = wr_q[:lane_bits] if lane_bits else Const(0)
-                m.d.comb += [
-                    self.wr.valid.eq(self.results.valid),
-                    # A reduction's result j goes to element j of d; a row of results to row q of d.
-                    self.wr.payload.row.eq(d + Mux(reducing, wr_q >> lane_bits, wr_q)),
-                    self.wr.payload.data.eq(Mux(reducing, Cat(lanes[0].r0 for _ in range(width)),
-                                                Cat(lanes[k].r0 for k in range(width)))),
-                    self.wr.payload.mask.eq(Cat(Mux(reducing, slot == k, remaining > k).replicate(FP32_BYTES)
-                                                for k in range(width))),
-                    self.results.ready.eq(self.wr.ready),
-                ]
-                with m.If(self.wr.valid & self.wr.ready):
-                    m.d.sync += [wr_q.eq(wr_q + 1), remaining.eq(remaining - width)]
-                    with m.If(wr_q == outputs - 1):
-                        m.next = "DONE"
-            with m.State("DONE"):
-                m.d.comb += [self.done.valid.eq(1), self.done.payload.id.eq(id_)]
-                with m.If(self.done.ready):
-                    m.next = "IDLE"
+        # An If chain, not an FSM: Yosys writes a state switch as a case statement Verilator finds incomplete.
+        state = Signal(Step)
+        with m.If(state == Step.IDLE):
+            m.d.comb += self.command.ready.eq(1)
+            with m.If(self.command.valid):
+                rows_needed = (count + width - 1) >> lane_bits
+                m.d.sync += [d.eq(cmd.d), a.eq(cmd.a), b.eq(cmd.b), id_.eq(cmd.id), op.eq(cmd.op),
+                             reduce.eq(Mux(vop, cmd.reduce, Reduce.NONE)), broadcast.eq(vop & cmd.broadcast),
+                             two.eq(vop), rows.eq(rows_needed), remaining.eq(count),
+                             outputs.eq(Mux(vop & (cmd.reduce != Reduce.NONE), cmd.m, rows_needed)),
+                             per_vector.eq(cmd.n >> lane_bits),
+                             rq_q.eq(0), rs_q.eq(0), wr_q.eq(0), rq_s.eq(0), rs_s.eq(0),
+                             rq_j.eq(0), rq_t.eq(0), rs_j.eq(0), rs_t.eq(0)]
+                with m.If(runnable):
+                    m.d.sync += state.eq(Step.RUN)
+                with m.Else():
+                    m.d.sync += state.eq(Step.DONE)
+        with m.Elif(state == Step.RUN):
+            b_at = Mux(broadcast, b + (rq_j >> lane_bits), b + rq_q)
+            m.d.comb += [self.rd.valid.eq(rq_q < rows), self.rd.payload.row.eq(Mux(rq_s, b_at, a + rq_q))]
+            with m.If(self.rd.valid & self.rd.ready):
+                with m.If(two & ~rq_s):
+                    m.d.sync += rq_s.eq(1)
+                with m.Else():
+                    j, t = step(rq_j, rq_t)
+                    m.d.sync += [rq_s.eq(0), rq_q.eq(rq_q + 1), rq_j.eq(j), rq_t.eq(t)]
+            m.d.comb += self.rdata.ready.eq(~beat_full | self.beat.ready)
+            with m.If(self.beat.valid & self.beat.ready):
+                m.d.sync += beat_full.eq(0)
+            with m.If(self.rdata.valid & self.rdata.ready):
+                data = self.rdata.payload.data
+                scalar = data.word_select(rs_j[:lane_bits], 32) if lane_bits else data
+                with m.If(rs_s):
+                    m.d.sync += b_row.eq(Mux(broadcast, Cat(scalar for _ in range(width)), data))
+                with m.Else():
+                    m.d.sync += a_row.eq(data)
+                with m.If(two & ~rs_s):
+                    m.d.sync += rs_s.eq(1)
+                with m.Else():
+                    j, t = step(rs_j, rs_t)
+                    m.d.sync += [rs_s.eq(0), rs_q.eq(rs_q + 1), beat_full.eq(1),
+                                 last.eq(rs_t == per_vector - 1), rs_j.eq(j), rs_t.eq(t)]
+            lanes = self.results.payload.lanes
+            slot = wr_q[:lane_bits] if lane_bits else Const(0)
+            m.d.comb += [
+                self.wr.valid.eq(self.results.valid),
+                # A reduction's result j goes to element j of d; a row of results to row q of d.
+                self.wr.payload.row.eq(d + Mux(reducing, wr_q >> lane_bits, wr_q)),
+                self.wr.payload.data.eq(Mux(reducing, Cat(lanes[0].r0 for _ in range(width)),
+                                            Cat(lanes[k].r0 for k in range(width)))),
+                self.wr.payload.mask.eq(Cat(Mux(reducing, slot == k, remaining > k).replicate(FP32_BYTES)
+                                            for k in range(width))),
+                self.results.ready.eq(self.wr.ready),
+            ]
+            with m.If(self.wr.valid & self.wr.ready):
+                m.d.sync += [wr_q.eq(wr_q + 1), remaining.eq(remaining - width)]
+                with m.If(wr_q == outputs - 1):
+                    m.d.sync += state.eq(Step.DONE)
+        with m.Else():
+            m.d.comb += [self.done.valid.eq(1), self.done.payload.id.eq(id_)]
+            with m.If(self.done.ready):
+                m.d.sync += state.eq(Step.IDLE)
 
         beat = self.beat.payload
         m.d.comb += [self.beat.valid.eq(beat_full), beat.op.eq(op), beat.reduce.eq(reduce),

@@ -7,6 +7,13 @@ from ..pnm_controller import ports as controller_ports
 from .params import PNMParams
 
 
+class Step(enum.Enum, shape=2):
+    """A sequencer's state: IDLE takes a command, RUN moves its operands and results, DONE answers it."""
+    IDLE = 0
+    RUN = 1
+    DONE = 2
+
+
 class UnitError(enum.Enum, shape=2):
     """A command a sequencer cannot run at this size or layout (docs/pnm-top.md, "What each unit runs"): it
     completes without touching the buffer, and the top reports it here until the next `start`."""

@@ -31,6 +31,11 @@ def test_bench(block_name: str, config: dict) -> None:
         assert large - small == rows - rows // 4, (kind, small, large)
     # One-tile GEMVs keep the lanes' operands: one tile read per output row, one cycle per row for one vector.
     assert figures["gemv_m1_n8_k8_cycles"] - figures["gemv_m1_n4_k8_cycles"] == 4
+    # Attention-mode scores are written one FP32 per cycle: 12 keys more cost 12 writes per lane.
+    sublanes = params.width // params.sublane_width
+    scores = [figures[f"score_m{params.lanes}_n{n}_k{params.sublane_width}_cycles"] for n in (2 * sublanes,
+                                                                                             8 * sublanes)]
+    assert scores[1] - scores[0] == params.lanes * 6 * sublanes
     # Element-wise VOPs read a and b through one 32-bit port: two cycles per element at this size.
     assert figures["vop_n64_cycles"] - figures["vop_n16_cycles"] == 2 * 48
 

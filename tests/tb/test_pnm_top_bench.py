@@ -13,10 +13,10 @@ from tb.runner import BenchFailed, run_bench, run_name
 
 from tests.tb.bench_runs import each_run, measure
 
+pytestmark = pytest.mark.verilator   # every test here runs a cocotb bench (minutes)
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH (apt-get install iverilog)")
 
 
-@pytest.mark.verilator
 @each_run("tb.pnm_top.bench")
 def test_bench(block_name: str, config: dict) -> None:
     params, figures = measure(block_name, config)

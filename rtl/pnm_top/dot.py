@@ -139,9 +139,11 @@ class DotSequencer(wiring.Component):
                         m.d.sync += rq_a.eq(rq_a + a_step)
             # Tile data into the operand registers; the last tile of a beat makes the beat. In attention mode
             # a lane's operand is its query, cut out of its tile and copied into every sublane.
+            # One signal each, so that the netlist holds the selection once, not once per use (per lane).
             data = self.rdata.payload.data
-            query = data.word_select(rs_a[:sub_bits], 8 * query_bytes) if sub_bits else data
-            operand = Mux(attention, Cat(query for _ in range(sublanes)), data)
+            query, operand = Signal(8 * query_bytes), Signal(16 * p.width)
+            m.d.comb += [query.eq(data.word_select(rs_a[:sub_bits], 8 * query_bytes) if sub_bits else data),
+                         operand.eq(Mux(attention, Cat(query for _ in range(sublanes)), data))]
             m.d.comb += self.rdata.ready.eq(~beat_full | self.beat.ready)
             with m.If(self.beat.valid & self.beat.ready):
                 m.d.sync += beat_full.eq(0)

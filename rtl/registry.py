@@ -18,6 +18,8 @@ from .pnm_controller.controller import PNMController
 from .pnm_controller.params import ControllerParams
 from .pnm_buffer.buffer import PNMBuffer
 from .pnm_buffer.params import BufferParams
+from .pnm_top.params import PNMParams
+from .pnm_top.top import PNM
 from .pnm_vector.params import VectorParams
 from .pnm_vector.vector import PNMVector
 
@@ -48,5 +50,7 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
           "DuoPD PNM controller: instruction buffer, fetch/decode/issue to the MMU, array and vector unit"),
     Block("pnm_buffer", BufferParams, PNMBuffer,
           "DuoPD PNM buffer: banked SRAM for the array, the vector unit and the MMU's TSV forwarding"),
+    Block("pnm", PNMParams, PNM,
+          "DuoPD PNM: controller, buffer, compute array, vector unit and MMU, running programs from a host start"),
     Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
 )}

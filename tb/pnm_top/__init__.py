@@ -1,0 +1,1 @@
+"""cocotb bench of the PNM top (`pnm`)."""

@@ -1,0 +1,212 @@
+"""cocotb bench of the PNM top: programs run from the host's start to DONE, with every stored byte compared with
+the golden model (`tb.models.pnm_top`), under random back-pressure and latency on the memory side; the cycles
+each instruction kind takes at a few sizes; a malformed instruction, a store into protected memory and commands
+the sequencers refuse, each ending as docs/pnm-top.md says."""
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from rtl.pnm_controller.isa import Instruction, Opcode, act_func, vop_func
+from rtl.pnm_vector.ports import Op, Reduce
+from rtl.registry import BLOCKS
+
+from .. import bench
+from ..models import pnm_controller as control
+from ..models import pnm_top as model
+from .harness import PROTECTED, Harness
+
+BARRIER, DONE = Instruction(Opcode.BARRIER.value), Instruction(Opcode.DONE.value)
+INPUTS, OUTPUTS = 0x1000, 0x8000   # memory: operands above the protected region; results
+CHECKED = {"programs_checked": 0, "bytes_checked": 0}
+
+
+def _record(h: Harness, **figures) -> None:
+    CHECKED["programs_checked"] += h.programs_checked
+    CHECKED["bytes_checked"] += h.bytes_checked
+    bench.record(**figures, **CHECKED, vectors_checked=CHECKED["bytes_checked"])
+
+
+class Rows:
+    """Buffer rows handed out in order, each operand on a tile boundary (the array sequencer needs its a and b
+    there) and memory addresses beside them."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h, self.next_row, self.next_address = h, 0, INPUTS
+        self.align = max(1, h.params.tile_bytes // h.params.row_bytes)
+
+    def take(self, nbytes: int) -> int:
+        row = self.next_row
+        rows = -(-nbytes // self.h.params.row_bytes)
+        self.next_row = -(-(row + rows) // self.align) * self.align
+        return row
+
+    def operand(self, values) -> tuple[int, list[Instruction]]:
+        """Rows holding `values`, loaded from fresh memory: the row and its LOADs."""
+        row, address = self.take(values.nbytes), self.next_address
+        self.next_address += -(-values.nbytes // 64) * 64
+        self.h.put(address, values)
+        return row, self.h.load(row, address, values.nbytes)
+
+
+def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, reduce: Reduce) -> list[Instruction]:
+    """The MLP and attention shapes of a decode step at the bench's size: GEMV x·Wᵀ, an activation, a VOP with
+    another tensor, a reduction of each vector (of its squares, RMSNorm's first step, or its maximum, softmax's),
+    a product with one scale per vector (broadcast), attention scores of one sublane's head dimension over keys
+    that end in a partial tile, P·V with V transposed; every result stored."""
+    p, rows = h.params, Rows(h)
+    k = tiles * p.width
+    x_row, program = rows.operand(h.fp16(m, k))
+    w_row, loads = rows.operand(h.fp16(n, k))
+    program += loads
+    g_row, loads = rows.operand(h.fp32(m, n))
+    program += loads
+    s_row, loads = rows.operand(h.fp32(m))              # one scale per vector
+    program += loads
+    p_row, loads = rows.operand(h.fp16(m, k))           # probabilities of m heads over k tokens
+    program += loads
+    vt_row, loads = rows.operand(h.fp16(n, k))          # V transposed: n head dimensions of k tokens
+    program += loads
+    sublanes = p.width // p.sublane_width
+    if sublanes > 1:   # queries of one sublane's head dimension and 2·sublanes + 1 keys: attention mode
+        q_row, loads = rows.operand(h.fp16(m, p.sublane_width))
+        program += loads
+        keys_row, loads = rows.operand(h.fp16(2 * sublanes + 1, p.sublane_width))
+        program += loads
+    y, z, out, o, scaled, folded, scores = (rows.take(4 * m * max(n, 2 * sublanes + 1)) for _ in range(7))
+    program += [BARRIER,
+                Instruction(Opcode.GEMV.value, d=y, a=x_row, b=w_row, n=n, k=k, m=m),
+                Instruction(Opcode.PV.value, d=o, a=p_row, b=vt_row, n=k, k=n, m=m),
+                BARRIER,
+                Instruction(Opcode.ACT.value, func=act_func(act), d=z, a=y, n=n, m=m),
+                BARRIER,
+                Instruction(Opcode.VOP.value, func=vop_func(vop), d=out, a=z, b=g_row, n=n, m=m)]
+    stores = [(row, 4 * m * n) for row in (y, out, o)]
+    if sublanes > 1:
+        program.insert(-5, Instruction(Opcode.SCORE.value, d=scores, a=q_row, b=keys_row, n=2 * sublanes + 1,
+                                       k=p.sublane_width, m=m))
+        stores.append((scores, 4 * m * (2 * sublanes + 1)))
+    # Broadcasts and reductions take whole rows per vector: vectors of n rounded down to the vector unit's width.
+    whole = n // (p.row_bytes // 4) * (p.row_bytes // 4)
+    if whole:
+        program += [Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, broadcast=True), d=scaled, a=z, b=s_row,
+                                n=whole, m=m),
+                    Instruction(Opcode.VOP.value, func=vop_func(Op.MUL if reduce == Reduce.SUM else Op.MAX, reduce),
+                                d=folded, a=z, b=z, n=whole, m=m)]
+        stores += [(scaled, 4 * m * whole), (folded, 4 * m)]
+    program.append(BARRIER)
+    for k_, (row, size) in enumerate(stores):
+        program += h.store(row, OUTPUTS + 0x400 * k_, size)
+    return program + [DONE]
+
+
+@cocotb.test()
+async def programs(dut):
+    """Decode-step programs of several shapes (one tile and several, one vector and every lane) under random
+    back-pressure and latency on the memory side: every stored byte as the model says."""
+    h = Harness(dut, seed=1)
+    await bench.start(dut)
+    lanes = h.params.lanes
+    shapes = [(lanes, 4, 2, Op.SILU, Op.MUL, Reduce.SUM), (1, 3, 1, Op.GELU, Op.ADD, Reduce.MAX),
+              (lanes, 5, 1, Op.SILU, Op.EXP, Reduce.MAX), (min(2, lanes), 2, 3, Op.GELU, Op.MAX, Reduce.SUM)]
+    for k, (m, n, tiles, act, vop, reduce) in enumerate(shapes):
+        h.surroundings((0.0, 0.3, 0.6, 0.3)[k], ((4, 4), (2, 30), (1, 60), (10, 12))[k])
+        await h.run(layer_program(h, m, n, tiles, act, vop, reduce), start=3 * k)
+    _record(h, layer_programs=h.programs_checked)
+
+
+async def _cycles(h: Harness, body: list[Instruction], setup: list[Instruction] = ()) -> int:
+    """Cycles from start to DONE of `body` + DONE, less those of DONE alone: what `body` adds (after `setup` ran)."""
+    if setup:
+        await h.run([*setup, DONE])
+    alone = (await h.run([DONE]))["cycles"]
+    return (await h.run([*body, DONE]))["cycles"] - alone
+
+
+@cocotb.test()
+async def timing(dut):
+    """Memory always ready with a fixed 4-cycle latency: start to the first memory request, the gap between a
+    LOAD's requests, and the cycles each instruction kind adds to a program at two or three sizes."""
+    h = Harness(dut, seed=2)
+    await bench.start(dut)
+    h.surroundings(0.0, (4, 4))
+    stated = BLOCKS["pnm"].build(h.params)
+    p, rows = h.params, Rows(h)
+    tensor = p.mmu_params().max_tensor_bytes
+    mark = len(h.mc_probe.cycles)
+    await h.run(h.load(0, INPUTS, tensor) + [DONE])
+    requests = h.mc_probe.cycles[mark:]
+    latency = requests[0] - h.start_probe.cycles[-1]
+    interval = min(b - a for a, b in zip(requests, requests[1:]))
+    assert latency == stated.latency and interval == stated.initiation_interval, (latency, interval)
+
+    figures = {}
+    for size in (tensor // 4, tensor):
+        figures[f"load_{size}_bytes_cycles"] = await _cycles(h, h.load(0, INPUTS, size))
+        figures[f"store_{size}_bytes_cycles"] = await _cycles(h, h.store(0, OUTPUTS, size))
+    x_row, loads = rows.operand(h.fp16(p.lanes, 2 * p.width))
+    w_row, more = rows.operand(h.fp16(8, 2 * p.width))
+    d = rows.take(4 * 64 * p.lanes)    # room for every result below
+    await h.run([*loads, *more, DONE])
+    for m, n, tiles in ((1, 4, 1), (1, 8, 1), (p.lanes, 8, 1), (p.lanes, 8, 2)):
+        gemv = Instruction(Opcode.GEMV.value, d=d, a=x_row, b=w_row, n=n, k=tiles * p.width, m=m)
+        figures[f"gemv_m{m}_n{n}_k{tiles * p.width}_cycles"] = await _cycles(h, [gemv])
+    sublanes = p.width // p.sublane_width
+    if sublanes > 1:
+        for n in (2 * sublanes, 8 * sublanes):
+            score = Instruction(Opcode.SCORE.value, d=d, a=x_row, b=w_row, n=n, k=p.sublane_width, m=p.lanes)
+            figures[f"score_m{p.lanes}_n{n}_k{p.sublane_width}_cycles"] = await _cycles(h, [score])
+    for n in (4, 16, 64):
+        vop = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD), d=d, a=x_row, b=w_row, n=n, m=1)
+        figures[f"vop_n{n}_cycles"] = await _cycles(h, [vop])
+        folded = Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, Reduce.SUM), d=d, a=x_row, b=x_row, n=n, m=1)
+        figures[f"vop_sum_n{n}_cycles"] = await _cycles(h, [folded])
+    _record(h, latency_cycles=latency, initiation_interval=interval, **figures)
+
+
+@cocotb.test()
+async def stops(dut):
+    """A malformed instruction stops the program with its code at its address, after what came before it ran; a
+    STORE into protected memory stops it with MMU_PROTECTED and the STORE's address; refused commands complete,
+    the program runs to DONE and `unit_error`/`unit_id` name the first refused one."""
+    h = Harness(dut, seed=3)
+    await bench.start(dut)
+    p, rows = h.params, Rows(h)
+    x_row, loads = rows.operand(h.fp32(1, 8))
+    y = rows.take(32)
+    good = [*loads, BARRIER, Instruction(Opcode.ACT.value, func=act_func(Op.SILU), d=y, a=x_row, n=8, m=1), BARRIER,
+            *h.store(y, OUTPUTS, 32)]
+    reserved = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD), d=y, a=x_row, b=x_row, n=8, m=1, reserved=1)
+    result = await h.run([*good, reserved, DONE], start=5)
+    assert (result["status"]["error"], result["status"]["pc"]) == (control.RESERVED, 5 + len(good))
+    result = await h.run([*good, Instruction(0), DONE])
+    assert result["status"]["error"] == control.OPCODE
+
+    await h.protect(*PROTECTED)
+    bad_store = h.store(y, PROTECTED[0] + 64, 32)
+    result = await h.run([*good, BARRIER, *bad_store, DONE])
+    assert (result["status"]["error"], result["status"]["pc"]) == (control.MMU_PROTECTED, len(good) + 1)
+
+    refused = [Instruction(Opcode.SOFTMAX.value, d=y, a=x_row, b=y + 16, c=y + 24, n=4, m=1),
+               Instruction(Opcode.GEMV.value, d=y, a=x_row, b=x_row, n=1, k=p.width + 1, m=1)]
+    result = await h.run([*good, *refused, DONE])
+    assert (result["status"]["state"], result["status"]["unit_error"], result["status"]["unit_id"]) == \
+        (2, model.UNIT_VECTOR, len(good))
+    result = await h.run([*good, refused[1], refused[0], DONE])
+    assert (result["status"]["unit_error"], result["status"]["unit_id"]) == (model.UNIT_ARRAY, len(good))
+    _record(h, stop_programs=h.programs_checked)
+
+
+@cocotb.test()
+async def reset_mid_program(dut):
+    """A reset while a program runs: afterwards the program, still in the instruction buffer, runs again exactly."""
+    h = Harness(dut, seed=4)
+    await bench.start(dut)
+    h.surroundings(0.3, (2, 20))
+    program = layer_program(h, h.params.lanes, 4, 1, Op.SILU, Op.MUL, Reduce.SUM)
+    await h.run(program)
+    words_start = h.start_probe.cycles[-1]
+    h.start.send_nowait(bench.StreamTransaction(payload=h.packers["start"].pack(pc=0)))
+    await ClockCycles(dut.clk, h.rng.randint(20, 80))
+    await h.reset()
+    await h.run(program)
+    assert h.start_probe.cycles[-1] > words_start
+    _record(h)

@@ -250,3 +250,27 @@ async def sz_traffic_of_streaming_layers(dut):
             if (bits, group_size) == (4, 128):
                 hit_rate = rate
     bench.record(sz_read_fraction=fractions, sz_buffer_hit_rate=round(hit_rate, 6), streaming_vectors=checked)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify dqb --soak N`: N operations (mixed reads of all tags, stores to scratch and to S/Z, layer
+    switches and table misses) with random memory latency and stalls on every port, every response beat checked
+    on arrival, a chunk at a time; each chunk's expectations start from the image the stores before it left."""
+    await bench.start(dut)
+    p = params()
+    rng = np.random.default_rng(10)
+    scenario = _scenario(10, layers=6)
+    h = Harness(dut, scenario.image, random.Random(10), latency=(1, 40), memory_stalls=0.2, request_gaps=0.2,
+                response_stalls=0.4)
+    await h.program(scenario.entries)
+    start, beats = bench.cycles_simulated(), {"gpu_req": 0, "gpu_resp": 0}
+    for size in bench.soak_chunks(bench.soak_beats()):
+        ops = random_operations(rng, scenario, p.beat_bytes, size)
+        expected, scenario.image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+        await h.checked(ops, expected)
+        beats["gpu_req"] += len(ops)
+        beats["gpu_resp"] += len(h.board.log["gpu_resp"])
+        h.board.clear()
+    await h.idle()
+    bench.record_soak(beats, bench.cycles_simulated() - start)

@@ -383,3 +383,28 @@ async def stray_response_is_dropped(dut):
     assert dut.stray_response.value == 1 and not h.probes["gpu_resp"].cycles and not h.probes["buf_wr"].cycles
     await bench.reset(dut)
     assert dut.stray_response.value == 0
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify mmu --soak N`: at least N GPU requests and N PNM sub-requests (random tensors, a tenth of
+    them refused) through the MMU with random gaps and stalls on every port and run-time policy changes, a chunk
+    at a time (`pnm_instr` and `completion` carry one beat per instruction, about N / 16), each chunk under the
+    full scoreboard: every response, completion and buffer write exactly once,
+    the memory controller's requests exactly the GPU's and the accepted instructions' in order."""
+    h = await started(dut, seed=11)
+    h.reorder(reordering(h))
+    h.pause_everything(0.3)
+    start, gpu, pnm = bench.cycles_simulated(), 0, 0
+    mean_sub_requests = (h.params.max_sub_requests + 1) / 2
+    while min(gpu, pnm) < bench.soak_beats():
+        chunk = min(bench.SOAK_CHUNK, bench.soak_beats())
+        await _random_traffic(h, instructions=max(1, round(chunk / mean_sub_requests)), gpu_requests=chunk,
+                              change_policy=True)
+        await h.drain()
+        counts = h.check()
+        gpu, pnm = gpu + counts["gpu_requests"], pnm + counts["pnm_requests"]
+        h.new_phase()
+    # Every request is answered, writes too; a PNM sub-request is the request a tensor's instruction makes.
+    bench.record_soak({"gpu_req": gpu, "gpu_resp": gpu, "pnm_sub_requests": pnm, "mc_req": gpu + pnm,
+                       "mc_resp": gpu + pnm}, bench.cycles_simulated() - start)

@@ -189,3 +189,22 @@ async def reset_mid_program(dut):
         await RisingEdge(dut.clk)
         await h.run(words, 0)
     _record(h)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify pnm_controller --soak N`: random valid programs, each under its own mix of back-pressure and
+    completion delays (as in `random_programs`), until N commands have been issued and completed, every one
+    scoreboarded against the model."""
+    h = Harness(dut, seed=9)
+    await bench.start(dut)
+    depth, start = h.params.depth, bench.cycles_simulated()
+    while h.commands_checked < bench.soak_beats():
+        length = h.rng.randint(1, depth - 1)
+        first = h.rng.randint(0, depth - 1 - length)
+        words = h.buffer({first: stimulus.program(h.rng, length, h.space)}, _junk(h.rng))
+        _random_surroundings(h)
+        await h.load(words)
+        await h.run(words, first)
+    bench.record_soak({"commands": h.commands_checked, "completions": h.commands_checked,
+                       "programs": h.programs_checked}, bench.cycles_simulated() - start)

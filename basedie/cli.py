@@ -68,9 +68,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="registered block names, or 'all' (default)")
     verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="verify this parameter set of one block (repeatable), recorded beside the others")
-    verify.add_argument("--memory-model", default="ideal", metavar="MODEL",
+    verify.add_argument("--memory-model", default=None, metavar="MODEL",
                         help="what answers the memory requests of benches that have a DRAM option (docs/dram.md): "
-                             "ideal (default: 8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); "
+                             "ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); default: "
+                             "each bench's own (the MMU's figures come from hbm4, every other block's from ideal); "
                              "its entries replace the same parameter sets' in --table, so give a scratch table")
     verify.add_argument("--soak", type=int, default=None, metavar="N",
                         help="stream N beats per port under random back-pressure through each small parameter set "
@@ -391,7 +392,7 @@ def _verify(args) -> int:
     names = [name for block in args.blocks for name in _block_names(block)]
     memory = _memory_model(args.memory_model, names)
     if args.simulator == "icarus":
-        for option, given in (("--memory-model", memory != "ideal"), ("--soak", args.soak is not None)):
+        for option, given in (("--memory-model", memory not in (None, "ideal")), ("--soak", args.soak is not None)):
             if given:
                 raise UsageError(f"{option} applies to Verilator runs, which measure the figures")
         return _check_icarus(names, args)
@@ -429,7 +430,7 @@ def _verify(args) -> int:
     return 0
 
 
-def _soak(names: list[str], params, table: Path, args, memory: str) -> int:
+def _soak(names: list[str], params, table: Path, args, memory: str | None) -> int:
     """`basedie verify --soak N`: the benches' soak tests, their figure added to the entries already in `table`."""
     from dataclasses import replace
 
@@ -440,7 +441,7 @@ def _soak(names: list[str], params, table: Path, args, memory: str) -> int:
 
     if args.soak < 1:
         raise UsageError(f"--soak {args.soak}: the beats per port must be at least 1")
-    if memory != "ideal" or args.quick or args.scheduler:
+    if memory is not None or args.quick or args.scheduler:
         raise UsageError("--soak runs the small parameter sets behind the ideal memory, here: it does not combine "
                          "with --memory-model, --quick or --scheduler")
     runs = soak_runs(names, params, args.soak)
@@ -460,10 +461,13 @@ def _soak(names: list[str], params, table: Path, args, memory: str) -> int:
     return 0
 
 
-def _memory_model(model: str, names: list[str]) -> str:
+def _memory_model(model: str | None, names: list[str]) -> str | None:
+    """The memory model every run is behind, or None: each bench's own."""
     from tb.benches import BENCHES
     from tb.dram.timing import MEMORIES
 
+    if model is None:
+        return None
     if model not in MEMORIES:
         raise UsageError(f"--memory-model {model!r} is not one of {', '.join(MEMORIES)}")
     without = [name for name in names if not BENCHES[name].dram]
@@ -494,7 +498,7 @@ def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
     return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
                                                 param=[], quick=args.quick, scheduler=args.scheduler,
-                                                simulator=args.simulator, memory_model="ideal", soak=None))
+                                                simulator=args.simulator, memory_model=None, soak=None))
 
 
 def _simulate(args) -> int:

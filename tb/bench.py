@@ -50,7 +50,7 @@ def record_soak(beats: dict[str, int], cycles: int) -> None:
     """The soak figure: N (`soak_beats`, streamed at least on every input port), the beats each port carried (every
     one checked) and over how many cycles, with nothing lost, duplicated or reordered (a soak that passes saw
     none: its scoreboard fails on the first)."""
-    record(soak={"beats_per_port": soak_beats(), "beats": beats, "cycles": cycles,
+    record(soak={"beats_per_port": soak_beats(), "beats": beats, "cycles": cycles, "memory": config()["memory"],
                  "lost": 0, "duplicated": 0, "reordered": 0})
 
 

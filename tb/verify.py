@@ -51,14 +51,17 @@ def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
 
 
 def planned_runs(names: list[str], params: Params | None, quick: bool, table: Path,
-                 memory: str = "ideal") -> tuple[list[Run], tuple[str, ...]]:
+                 memory: str | None = None) -> tuple[list[Run], tuple[str, ...]]:
     """The runs `basedie verify` does and the blocks whose other entries they replace. `params` (one block): that
     parameter set alone, other entries kept. Otherwise every set the benches prove (`quick`: only the small
     `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier. Every run
-    is behind `memory`."""
+    is behind `memory`, or (None) its bench's own (`Bench.memory`)."""
+    def behind(name: str) -> str:
+        return memory or BENCHES[name].memory
+
     if params is not None:
-        return [Run(names[0], params.as_dict(), requested=True, memory=memory)], ()
-    runs = [Run(name, config, memory=memory) for name, config in bench_runs(names, include_verify_only=not quick)]
+        return [Run(names[0], params.as_dict(), requested=True, memory=behind(names[0]))], ()
+    runs = [Run(name, config, memory=behind(name)) for name, config in bench_runs(names, include_verify_only=not quick)]
     if quick:
         return runs, ()
     known = {(run.block, BLOCKS[run.block].params(**run.config)) for run in runs}
@@ -70,7 +73,7 @@ def planned_runs(names: list[str], params: Params | None, quick: bool, table: Pa
                         table, error)
             continue
         if (block, full) not in known:
-            runs.append(Run(block, full.as_dict(), requested=True, memory=memory))
+            runs.append(Run(block, full.as_dict(), requested=True, memory=behind(block)))
     return runs, tuple(names)
 
 

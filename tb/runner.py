@@ -216,7 +216,7 @@ def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, param
         build_dir=build_dir, test_dir=test_dir, waves=waves, timescale=("1ns", "1ps"), plusargs=plusargs,
         extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath},
         results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log",
-        **({"test_filter": f"^{SOAK_TEST}$"} if soak else {}))
+        **({"test_filter": rf"(^|\.){SOAK_TEST}$"} if soak else {}))  # names are module.test
     tests, failed = get_results(Path(results))
     if failed or not tests:
         raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "

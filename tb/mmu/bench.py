@@ -106,7 +106,7 @@ async def weighted_round_robin_order(dut):
         for _ in range(12):
             h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
         await h.drain()
-        sources = h.sources()[first:]
+        sources = h.origins()[first:]
         start = sources.index("pnm")
         both_backlogged = sources[start:start + 80]
         expected = model.wrr_sources(*weights, 80 + weights[0])[weights[0]:weights[0] + 80]
@@ -145,7 +145,7 @@ async def _offer_load(h: Harness, gpu_load: float, pnm_load: float, cycles: int)
 
 def _issue_cycles(h: Harness) -> tuple[list[int], list[int]]:
     gpu, pnm = [], []
-    for source, cycle in zip(h.sources(), h.probes["mc_req"].cycles, strict=True):
+    for source, cycle in zip(h.origins(), h.probes["mc_req"].cycles, strict=True):
         (gpu if source == "gpu" else pnm).append(cycle)
     return gpu, pnm
 
@@ -182,7 +182,7 @@ def _latencies(h: Harness) -> dict:
     figures = {f"{source}_latency_{k}": v for source in ("gpu", "pnm")
                for k, v in model.wait_statistics(turnarounds[source]).items() if k != "max"}
     if not IDEAL_MEMORY:
-        source = {id(request): s for request, s in zip(h.memory.requests, h.sources(), strict=True)}
+        source = {id(request): s for request, s in zip(h.memory.requests, h.origins(), strict=True)}
         cycles = [cycles for request, cycles in h.memory.latencies if source[id(request)] == "gpu"]
         memory = model.wait_statistics(cycles)
         commands = h.memory.channel.statistics()

@@ -257,7 +257,7 @@ class Harness:
                            for cycle, payload in zip(self.probes[end].cycles, self.probes[end].payloads, strict=True)]
         return out
 
-    def sources(self) -> list[str]:
+    def origins(self) -> list[str]:
         """Which source ("gpu" or "pnm") each memory-controller request came from: they must be a merge of the GPU
         requests sent and the accepted instructions' sub-requests, each in its own order (`streams.unmerge`; both
         sources read the same weights, so an address does not say whose a request is)."""
@@ -269,10 +269,10 @@ class Harness:
 
     def check(self) -> dict[str, int]:
         """What only the whole run shows; call after `drain`. The memory controller saw exactly the GPU
-        requests sent, in order, and exactly the accepted instructions' requests, in order (`sources`); no PNM
+        requests sent, in order, and exactly the accepted instructions' requests, in order (`origins`); no PNM
         write reached a protected region or beyond memory; a load completed only after its data reached the buffer."""
         rb = self.params.request_bytes
-        for r, source in zip(self.memory.requests, self.sources(), strict=True):
+        for r, source in zip(self.memory.requests, self.origins(), strict=True):
             assert not (r["is_write"] and any(lo <= r["address"] * rb < hi for lo, hi in self.regions if lo < hi)) \
                 or source == "gpu", f"a PNM write reached protected block {r['address']:#x}"
             assert (r["address"] + 1) * rb <= self.memory_size or source == "gpu", "a PNM access beyond memory"

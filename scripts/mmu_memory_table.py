@@ -71,8 +71,8 @@ def summary(ideal: dict, dram: dict) -> list[str]:
             i, d = points[(policy, *load)], new[load]
             cells.append(f"{i['gpu_share']:.3f} / {i['pnm_share']:.3f} → {d['gpu_share']:.3f} / {d['pnm_share']:.3f}")
         i, d = points[(policy, 1.0, 1.0)], new[(1.0, 1.0)]
-        latency = (f"{i['gpu_latency_p50']:g} / {i['gpu_latency_p99']:g} → " if "gpu_latency_p50" in i else "– → ") \
-            + f"{d['gpu_latency_p50']:g} / {d['gpu_latency_p99']:g}"
+        before = f"{i['gpu_latency_p50']:g} / {i['gpu_latency_p99']:g}" if "gpu_latency_p50" in i else "–"
+        latency = f"{before} → {d['gpu_latency_p50']:g} / {d['gpu_latency_p99']:g}"
         rows.append(f"| {policy} | " + " | ".join(cells) + f" | {latency} |")
     return rows
 

@@ -10,7 +10,7 @@ HBM's separate row and column command buses — then hands back the responses wh
   hit whose RD/WR may issue goes first; a bank's row is closed only once no queued request hits it. `fcfs`:
   column commands strictly in arrival order (the oldest queued request only); rows are still opened ahead for
   the oldest waiting request of every other bank. Either way a request never passes an older one to the same
-  address when either writes.
+  address when either writes. `frfcfs` turns to arrival order while its oldest request has waited `age_cap`.
 - Responses leave in arrival order (`in_order`: a finished request waits for every older one) or as they finish.
 - Refresh: all-bank, due every `refi` cycles from cycle 0. From the due cycle on no ACT, RD or WR issues; the
   open rows are closed with one all-bank precharge (PREA) as soon as every bank allows it, REF follows, and no

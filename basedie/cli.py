@@ -68,10 +68,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="registered block names, or 'all' (default)")
     verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="verify this parameter set of one block (repeatable), recorded beside the others")
-    verify.add_argument("--memory-model", default="ideal", metavar="MODEL",
+    verify.add_argument("--memory-model", default=None, metavar="MODEL",
                         help="what answers the memory requests of benches that have a DRAM option (docs/dram.md): "
-                             "ideal (default: 8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); "
+                             "ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); default: "
+                             "each bench's own (the MMU's figures come from hbm4, every other block's from ideal); "
                              "its entries replace the same parameter sets' in --table, so give a scratch table")
+    verify.add_argument("--soak", type=int, default=None, metavar="N",
+                        help="stream N beats per port under random back-pressure through each small parameter set "
+                             "(or the --param set) with the bench's scoreboard; adds the soak figure to its entry, "
+                             "which must already be in --table (docs/benches.md)")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -393,8 +398,9 @@ def _verify(args) -> int:
     names = [name for block in args.blocks for name in _block_names(block)]
     memory = _memory_model(args.memory_model, names)
     if args.simulator == "icarus":
-        if memory != "ideal":
-            raise UsageError("--memory-model applies to Verilator runs, which measure the figures")
+        for option, given in (("--memory-model", memory not in (None, "ideal")), ("--soak", args.soak is not None)):
+            if given:
+                raise UsageError(f"{option} applies to Verilator runs, which measure the figures")
         return _check_icarus(names, args)
     table = args.table or TABLE_PATH
     overrides = _parse_overrides(args.param)
@@ -408,6 +414,8 @@ def _verify(args) -> int:
             params = BLOCKS[names[0]].params.from_strings(overrides)
         except (ValueError, TypeError) as error:
             raise UsageError(f"{names[0]}: {error}") from None
+    if args.soak is not None:
+        return _soak(names, params, table, args, memory)
     runs, remeasured = planned_runs(names, params, args.quick, table, memory)
     started = time.monotonic()
     if args.scheduler:
@@ -428,10 +436,44 @@ def _verify(args) -> int:
     return 0
 
 
-def _memory_model(model: str, names: list[str]) -> str:
+def _soak(names: list[str], params, table: Path, args, memory: str | None) -> int:
+    """`basedie verify --soak N`: the benches' soak tests, their figure added to the entries already in `table`."""
+    from dataclasses import replace
+
+    from basedie.verified import add_figures, entries_missing, sources_digest
+    from rtl.registry import BLOCKS
+    from tb.benches import BENCHES
+    from tb.verify import soak_runs, verify
+
+    if args.soak < 1:
+        raise UsageError(f"--soak {args.soak}: the beats per port must be at least 1")
+    if memory is not None or args.quick or args.scheduler:
+        raise UsageError("--soak runs the small parameter sets behind the ideal memory, here: it does not combine "
+                         "with --memory-model, --quick or --scheduler")
+    runs = soak_runs(names, params, args.soak)
+    missing = entries_missing(table, [(run.block, BLOCKS[run.block].params(**run.config).as_dict(),
+                                       sources_digest(BLOCKS[run.block].component.__module__,
+                                                      BENCHES[run.block].module)) for run in runs])
+    if missing:
+        raise UsageError(f"--soak adds its figure to verified entries, and {table} has none measured on the current "
+                         f"sources for: {'; '.join(missing)}")
+    entries = verify(runs, waves=args.waves, jobs=args.jobs)
+    add_figures([replace(e, figures={"soak": e.figures["soak"]}) for e in entries], table)
+    for e, run in zip(entries, runs, strict=True):
+        soak = e.figures["soak"]
+        print(f"{run.name}: {soak['beats_per_port']} beats per port in {soak['cycles']} cycles "
+              f"({soak['wall_seconds']} s): 0 lost, duplicated or reordered")
+    print(f"soak figures added to {table}")
+    return 0
+
+
+def _memory_model(model: str | None, names: list[str]) -> str | None:
+    """The memory model every run is behind, or None: each bench's own."""
     from tb.benches import BENCHES
     from tb.dram.timing import MEMORIES
 
+    if model is None:
+        return None
     if model not in MEMORIES:
         raise UsageError(f"--memory-model {model!r} is not one of {', '.join(MEMORIES)}")
     without = [name for name in names if not BENCHES[name].dram]
@@ -462,7 +504,7 @@ def _run(args) -> int:
     status = _generate(argparse.Namespace(block="all", out=args.out, param=[], lint=False))
     return status or _verify(argparse.Namespace(blocks=["all"], waves=args.waves, jobs=args.jobs, table=args.table,
                                                 param=[], quick=args.quick, scheduler=args.scheduler,
-                                                simulator=args.simulator, memory_model="ideal"))
+                                                simulator=args.simulator, memory_model=None, soak=None))
 
 
 def _simulate(args) -> int:

@@ -272,9 +272,11 @@ def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Ite
     def key(entry: dict) -> tuple[str, str]:
         return entry["block"], json.dumps(entry["params"], sort_keys=True)
 
+    earlier = {key(e): e for e in existing}
     fresh = []
     for e in entries:
         entry = e.as_dict()
+        entry["figures"] = _with_kept_figures(entry, earlier.get(key(entry)))
         entry["provenance"] = {**entry["provenance"], "content_sha256": content_hash(entry)}
         fresh.append(entry)
     replaced = {key(e) for e in fresh}
@@ -292,3 +294,44 @@ def store(entries: list[VerifiedEntry], path: Path = TABLE_PATH, remeasured: Ite
     merged = sorted(kept + fresh, key=key)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": merged}, indent=2) + "\n")
+
+
+KEPT_FIGURES = ("soak",)
+"""Figures measured apart from a bench's ordinary run (`basedie verify --soak`): an entry re-measured on the same
+sources keeps them."""
+
+
+def _with_kept_figures(entry: dict, earlier: dict | None) -> dict:
+    if earlier is None or earlier["provenance"].get("sources_digest") != entry["provenance"]["sources_digest"]:
+        return entry["figures"]
+    kept = {name: earlier["figures"][name] for name in KEPT_FIGURES
+            if name in earlier["figures"] and name not in entry["figures"]}
+    return {**entry["figures"], **kept}
+
+
+def entries_missing(path: Path, wanted: Iterable[tuple[str, dict[str, Any], str]]) -> list[str]:
+    """Of (block, parameters, sources digest), those the table at `path` has no entry for measured on those sources,
+    as `basedie verify` commands (figures measured apart are added to an entry, never stand alone)."""
+    try:
+        existing = _read(path)
+    except StaleTableError:
+        existing = []
+    have = {(e["block"], json.dumps(e["params"], sort_keys=True), e["provenance"].get("sources_digest"))
+            for e in existing}
+    return [verify_command(block, params) for block, params, digest in wanted
+            if (block, json.dumps(params, sort_keys=True), digest) not in have]
+
+
+def add_figures(entries: list[VerifiedEntry], path: Path = TABLE_PATH) -> None:
+    """Add figures measured apart (a soak's) to the table's entries of the same block and parameters, measured on
+    the same sources, and seal them again; refuses (ValueError) if one has no such entry."""
+    table = _read(path)
+    by_key = {(e["block"], json.dumps(e["params"], sort_keys=True)): e for e in table}
+    for new in entries:
+        entry = by_key.get((new.block, json.dumps(new.params, sort_keys=True)))
+        if entry is None or entry["provenance"].get("sources_digest") != new.provenance["sources_digest"]:
+            raise ValueError(f"{path} has no entry of {new.block} {new.params} measured on the current sources: "
+                             f"run `{verify_command(new.block)}` first")
+        entry["figures"] = {**entry["figures"], **new.figures}
+        entry["provenance"] = {**entry["provenance"], "content_sha256": content_hash(entry)}
+    Path(path).write_text(json.dumps({"schema": SCHEMA, "entries": table}, indent=2) + "\n")

@@ -29,6 +29,31 @@ def config() -> dict:
     return json.loads(os.environ[BENCH_ENV])
 
 
+def soak_beats() -> int:
+    """Beats per port this run's soak streams (`basedie verify BLOCK --soak N`); 0 in an ordinary run, which
+    skips the benches' `soak` tests."""
+    return int(config().get("soak", 0))
+
+
+SOAK_CHUNK = 10_000
+"""Beats a soak expects at a time: what a scoreboard keeps stays bounded whatever N is."""
+
+
+def soak_chunks(total: int, chunk: int = SOAK_CHUNK) -> Iterator[int]:
+    """Chunk sizes adding up to `total`."""
+    while total > 0:
+        yield min(chunk, total)
+        total -= chunk
+
+
+def record_soak(beats: dict[str, int], cycles: int) -> None:
+    """The soak figure: N (`soak_beats`, streamed at least on every input port), the beats each port carried (every
+    one checked) and over how many cycles, with nothing lost, duplicated or reordered (a soak that passes saw
+    none: its scoreboard fails on the first)."""
+    record(soak={"beats_per_port": soak_beats(), "beats": beats, "cycles": cycles, "memory": config()["memory"],
+                 "lost": 0, "duplicated": 0, "reordered": 0})
+
+
 def under_icarus() -> bool:
     """Whether this run is under Icarus (four-state, and tens of times slower than Verilator per cycle)."""
     return config().get("simulator") == "icarus"

@@ -40,6 +40,8 @@ MAKE_VARIABLES = (
 )
 CLOCK_PERIOD_NS = 1  # benches count cycles; the period only scales waveform time stamps
 
+SOAK_TEST = "soak"
+"""The test every bench has for `basedie verify --soak` (skipped in ordinary runs; a soak run runs it alone)."""
 # The environment variable through which the host hands a bench its configuration.
 BENCH_ENV = "BASEDIE_BENCH"
 
@@ -166,12 +168,13 @@ def run_name(block_name: str, params: Params, memory: str = "ideal") -> str:
 
 def run_bench(block_name: str, module: str, params: Params, *, waves: bool = False,
               runs: Path = BUILD_ROOT / "runs", simulator: str = "verilator", seed: int | None = None,
-              on_phase=None, memory: str = "ideal") -> dict:
+              on_phase=None, memory: str = "ideal", soak: int = 0) -> dict:
     """Run the cocotb bench `module` on a block in `runs/<run_name>/` (log, results and, with
     `waves`, dump.vcd); returns the figures the bench measured (if any) and, under Verilator, the
     `random_reset_seed` its state was initialised from (random unless `seed` is given). `on_phase` (if given)
     is called with "building" before a build and "running" before the bench, for progress displays. `memory`
-    names the memory model a bench with a memory port puts behind it (`tb.dram.timing.MEMORIES`).
+    names the memory model a bench with a memory port puts behind it (`tb.dram.timing.MEMORIES`). `soak` (beats
+    per port) runs the bench's `soak` test alone (`basedie verify --soak`), in a folder of its own.
 
     Under pytest a failing bench raises from cocotb's runner; elsewhere `BenchFailed` is raised.
     """
@@ -180,24 +183,26 @@ def run_bench(block_name: str, module: str, params: Params, *, waves: bool = Fal
     build_dir = build(block_name, params, waves, simulator, on_phase)
     if on_phase:
         on_phase("running")
-    slug = run_name(block_name, params, memory) + ("" if simulator == "verilator" else f"-{simulator}")
+    slug = run_name(block_name, params, memory) + ("" if simulator == "verilator" else f"-{simulator}") \
+        + ("-soak" if soak else "")
     test_dir = runs / slug
     test_dir.parent.mkdir(parents=True, exist_ok=True)
     # Runs of the same block and parameters share a folder: take turns (pytest-xdist may start two at once).
     with open(test_dir.with_name(slug + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _run_in(test_dir, build_dir, block_name, module, params, waves, simulator, seed, memory)
+        return _run_in(test_dir, build_dir, block_name, module, params, waves, simulator, seed, memory, soak)
 
 
 def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, params: Params,
-            waves: bool, simulator: str, seed: int | None, memory: str) -> dict:
+            waves: bool, simulator: str, seed: int | None, memory: str, soak: int) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
     shutil.rmtree(test_dir, ignore_errors=True)
     test_dir.mkdir(parents=True)
     figures_path = test_dir / "figures.json"
     config = {"block": block_name, "params": params.as_dict(), "figures": str(figures_path),
-              "clock_period_ns": CLOCK_PERIOD_NS, "simulator": simulator, "memory": memory}
+              "clock_period_ns": CLOCK_PERIOD_NS, "simulator": simulator, "memory": memory,
+              **({"soak": soak} if soak else {})}
     plusargs = []
     if simulator == "verilator":
         seed = random.randrange(1, 2**31) if seed is None else seed
@@ -210,7 +215,8 @@ def _run_in(test_dir: Path, build_dir: Path, block_name: str, module: str, param
         test_module=module, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
         build_dir=build_dir, test_dir=test_dir, waves=waves, timescale=("1ns", "1ps"), plusargs=plusargs,
         extra_env={BENCH_ENV: json.dumps(config), "PYTHONPATH": pythonpath},
-        results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log")
+        results_xml=str(test_dir / "results.xml"), log_file=test_dir / "sim.log",
+        **({"test_filter": rf"(^|\.){SOAK_TEST}$"} if soak else {}))  # names are module.test
     tests, failed = get_results(Path(results))
     if failed or not tests:
         raise BenchFailed(f"{module} on {test_dir.name}: {failed} of {tests} tests failed "

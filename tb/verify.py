@@ -1,5 +1,6 @@
 """Run the benches of registered blocks and turn what they measured into verified-table entries."""
 import logging
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import Manager
@@ -24,10 +25,13 @@ class Run:
     config: dict
     requested: bool = False
     memory: str = "ideal"
+    soak: int = 0
+    """Beats per port of a soak (`basedie verify --soak N`): the bench's `soak` test alone."""
 
     @property
     def name(self) -> str:
-        return run_name(self.block, BLOCKS[self.block].params(**self.config), self.memory)
+        return run_name(self.block, BLOCKS[self.block].params(**self.config), self.memory) + \
+            ("-soak" if self.soak else "")
 
 
 def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
@@ -47,14 +51,17 @@ def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
 
 
 def planned_runs(names: list[str], params: Params | None, quick: bool, table: Path,
-                 memory: str = "ideal") -> tuple[list[Run], tuple[str, ...]]:
+                 memory: str | None = None) -> tuple[list[Run], tuple[str, ...]]:
     """The runs `basedie verify` does and the blocks whose other entries they replace. `params` (one block): that
     parameter set alone, other entries kept. Otherwise every set the benches prove (`quick`: only the small
     `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier. Every run
-    is behind `memory`."""
+    is behind `memory`, or (None) its bench's own (`Bench.memory`)."""
+    def behind(name: str) -> str:
+        return memory or BENCHES[name].memory
+
     if params is not None:
-        return [Run(names[0], params.as_dict(), requested=True, memory=memory)], ()
-    runs = [Run(name, config, memory=memory) for name, config in bench_runs(names, include_verify_only=not quick)]
+        return [Run(names[0], params.as_dict(), requested=True, memory=behind(names[0]))], ()
+    runs = [Run(name, config, memory=behind(name)) for name, config in bench_runs(names, include_verify_only=not quick)]
     if quick:
         return runs, ()
     known = {(run.block, BLOCKS[run.block].params(**run.config)) for run in runs}
@@ -66,8 +73,17 @@ def planned_runs(names: list[str], params: Params | None, quick: bool, table: Pa
                         table, error)
             continue
         if (block, full) not in known:
-            runs.append(Run(block, full.as_dict(), requested=True, memory=memory))
+            runs.append(Run(block, full.as_dict(), requested=True, memory=behind(block)))
     return runs, tuple(names)
+
+
+def soak_runs(names: list[str], params: Params | None, beats: int) -> list[Run]:
+    """The soaks `basedie verify --soak` runs: `params` (one block), else each block's small parameter sets (its
+    bench's `configs`), behind the ideal memory (its random back-pressure is what a soak needs)."""
+    if params is not None:
+        return [Run(names[0], params.as_dict(), requested=True, soak=beats)]
+    return [Run(name, BLOCKS[name].params(**config).as_dict(), soak=beats)
+            for name, config in bench_runs(names, include_verify_only=False)]
 
 
 def stated_seconds(run: Run) -> float | None:
@@ -83,7 +99,11 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
     bench = BENCHES[run.block]
     params = BLOCKS[run.block].params(**run.config)
     on_phase = (lambda phase: events.put((run.name, phase))) if events is not None else None
-    figures = run_bench(run.block, bench.module, params, waves=waves, on_phase=on_phase, memory=run.memory)
+    started = time.monotonic()
+    figures = run_bench(run.block, bench.module, params, waves=waves, on_phase=on_phase, memory=run.memory,
+                        soak=run.soak)
+    if run.soak:
+        figures["soak"]["wall_seconds"] = round(time.monotonic() - started)
     rtl_module = BLOCKS[run.block].component.__module__
     provenance = {
         "bench": bench.module,

@@ -31,8 +31,11 @@ class MMUParams(Params):
     queue_depth: int = 16
     """Entries of the GPU request queue and of the PNM request queue, each (our choice: DuoPD names the queues,
     §4.3 Fig. 8, but gives no depth)."""
-    gpu_outstanding: int = 16
-    """GPU requests issued to the memory controller and not yet answered (our choice; DuoPD states no number)."""
+    gpu_outstanding: int = 32
+    """GPU requests issued to the memory controller and not yet answered (our choice; DuoPD states no number).
+    Little's law: behind an HBM4 pseudo channel a prefill's sequential reads held each slot 23.3 cycles (17.6 in
+    the DRAM), so 16 slots gave the GPU 0.69 of the 1.0 requests per cycle its data bus carries; 24 cover the
+    bus, 32 leave room for the queueing a fuller bus adds (docs/dram.md, "The MMU behind HBM4")."""
     pending_entries: int = 8
     """PNM pending-table entries, one per tensor in flight (our choice: §4.3 describes the table, not its size)."""
     max_sub_requests: int = 32

@@ -38,17 +38,24 @@ async def every_mode_and_error(dut):
     bench.record(directed_vectors=checked)
 
 
+async def _under_back_pressure(dut, seed: int) -> tuple[Harness, Scenario, np.random.Generator]:
+    """Six random layers programmed into a started DQB, random memory latency and stalls on every port; and the
+    generator of the operations to send."""
+    await bench.start(dut)
+    rng = np.random.default_rng(seed)
+    scenario = _scenario(seed, layers=6)
+    h = Harness(dut, scenario.image, random.Random(seed), latency=(1, 40), memory_stalls=0.2, request_gaps=0.2,
+                response_stalls=0.4)
+    await h.program(scenario.entries)
+    return h, scenario, rng
+
+
 @cocotb.test()
 async def random_traffic_under_back_pressure(dut):
     """Mixed reads (all tags), stores to scratch and to S/Z, layer switches and table misses, with random
     memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged."""
-    await bench.start(dut)
     p = params()
-    rng = np.random.default_rng(2)
-    scenario = _scenario(2, layers=6)
-    h = Harness(dut, scenario.image, random.Random(2), latency=(1, 40), memory_stalls=0.2, request_gaps=0.2,
-                response_stalls=0.4)
-    await h.program(scenario.entries)
+    h, scenario, rng = await _under_back_pressure(dut, seed=2)
     ops = random_operations(rng, scenario, p.beat_bytes, 600)
     expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
     checked = await h.checked(ops, expected)
@@ -250,3 +257,22 @@ async def sz_traffic_of_streaming_layers(dut):
             if (bits, group_size) == (4, 128):
                 hit_rate = rate
     bench.record(sz_read_fraction=fractions, sz_buffer_hit_rate=round(hit_rate, 6), streaming_vectors=checked)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify dqb --soak N`: N operations (mixed reads of all tags, stores to scratch and to S/Z, layer
+    switches and table misses) with random memory latency and stalls on every port, every response beat checked
+    on arrival, a chunk at a time; each chunk's expectations start from the image the stores before it left."""
+    p = params()
+    h, scenario, rng = await _under_back_pressure(dut, seed=10)
+    start, beats = bench.cycles_simulated(), {"gpu_req": 0, "gpu_resp": 0}
+    for size in bench.soak_chunks(bench.soak_beats()):
+        ops = random_operations(rng, scenario, p.beat_bytes, size)
+        expected, scenario.image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
+        await h.checked(ops, expected)
+        beats["gpu_req"] += len(ops)
+        beats["gpu_resp"] += len(h.board.log["gpu_resp"])
+        h.board.clear()
+    await h.idle()
+    bench.record_soak(beats, bench.cycles_simulated() - start)

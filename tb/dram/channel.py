@@ -10,7 +10,7 @@ HBM's separate row and column command buses — then hands back the responses wh
   hit whose RD/WR may issue goes first; a bank's row is closed only once no queued request hits it. `fcfs`:
   column commands strictly in arrival order (the oldest queued request only); rows are still opened ahead for
   the oldest waiting request of every other bank. Either way a request never passes an older one to the same
-  address when either writes.
+  address when either writes. `frfcfs` turns to arrival order while its oldest request has waited `age_cap`.
 - Responses leave in arrival order (`in_order`: a finished request waits for every older one) or as they finish.
 - Refresh: all-bank, due every `refi` cycles from cycle 0. From the due cycle on no ACT, RD or WR issues; the
   open rows are closed with one all-bank precharge (PREA) as soon as every bank allows it, REF follows, and no
@@ -39,12 +39,21 @@ class ControllerParams(Params):
     queue_depth: int = 32
     """Requests waiting for their column command: DRAMSim3's `trans_queue_size` for HBM2 ([DS3])."""
     scheduling: str = "frfcfs"
+    age_cap: int = 256
+    """Starvation control of `frfcfs`: once the oldest queued request has waited this many tCK, commands go in
+    arrival order until it has issued. Without it a request that is never first ready waits as long as younger
+    ones keep being ready: a write behind a stream of reads (each read renews the read-to-write turnaround), a
+    row miss behind endless hits. Our assumption, not a standard's: four rows' worth of data-bus time (32 bursts
+    x `bl` 2 tCK each), long enough for FR-FCFS to batch a few rows' hits. Ramulator's FRFCFS_Cap bounds the
+    hits a row may take ahead of older requests instead (16); its and DRAMSim3's controllers also buffer writes
+    and drain them between watermarks, which this model does not (docs/dram.md)."""
     in_order: bool = True
     """Responses in arrival order (a block without response tags needs them so)."""
     mapping: str = DEFAULT_MAPPING
 
     def validate(self) -> None:
         require_at_least(self, "queue_depth", 1)
+        require_at_least(self, "age_cap", 1)
         require_choice(self, "scheduling", SCHEDULINGS)
         field_order(self.mapping)
 
@@ -144,7 +153,13 @@ class PseudoChannel:
         at = self._earliest[command]
         return at[3][bank] <= now and at[2][group] <= now and at[1][sid] <= now and at[0][0] <= now
 
+    def _in_order(self, now: int) -> bool:
+        """Commands go in arrival order: `fcfs`, or `frfcfs` while the oldest request has waited `age_cap`."""
+        return self.params.scheduling == "fcfs" or bool(self.queue) and now - self.queue[0].arrival >= \
+            self.params.age_cap
+
     def _issue_column(self, now: int) -> None:
+        in_order = self._in_order(now)
         for position, r in enumerate(self.queue):
             command = WR if r.is_write else RD
             if (self.open_row[r.bank] == r.row and self._may_issue(command, r.bank, now)
@@ -155,13 +170,13 @@ class PseudoChannel:
                 r.done = now + self.timing.bl + (self.timing.cwl if r.is_write else self.timing.cl)
                 del self.queue[position]
                 return
-            if self.params.scheduling == "fcfs":
+            if in_order:
                 return
 
     def _issue_row(self, now: int) -> None:
         """A row command for the oldest request of some bank: the oldest such request whose command may issue."""
         seen: set[int] = set()
-        wanted = {(q.bank, q.row) for q in self.queue} if self.params.scheduling == "frfcfs" else set()
+        wanted = set() if self._in_order(now) else {(q.bank, q.row) for q in self.queue}
         may_activate = self._window_allows_activate(now)
         for r in self.queue:
             if r.bank in seen:

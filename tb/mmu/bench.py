@@ -20,12 +20,14 @@ from rtl.mmu.params import POLICIES, REG_REGION_BASE, REG_REGION_LIMIT
 from .. import bench
 from ..dram.controller import SKID_ENTRIES
 from ..models import mmu as model
-from .harness import PNM_STORE_SPACE, PROTECTED, Harness
+from . import streams
+from .harness import GRID_GPU_KV, GRID_PNM_KV, GRID_WEIGHTS, PNM_STORE_SPACE, PROTECTED, Harness
 
 GRID_LOADS = (0.25, 0.5, 1.0)       # requests per cycle offered by each source
 GRID_CYCLES = 1_000                  # cycles of offered traffic per grid point
 ICARUS_GRID_CYCLES = 200             # under Icarus (the X check, not the figures: the grid takes ~10 min there)
-GRID_TENSOR_REQUESTS = 8             # PNM decode traffic: 256-byte tensor loads
+GRID_TENSOR_REQUESTS = 8             # PNM tensors of the saturation and WRR tests: 256-byte loads
+STREAMS = streams.StreamModel()      # the grid's prefill and decode address streams
 MIXED_WEIGHTS = (1, 1)
 IDEAL_MEMORY = bench.config()["memory"] == "ideal"
 
@@ -104,7 +106,7 @@ async def weighted_round_robin_order(dut):
         for _ in range(12):
             h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
         await h.drain()
-        sources = ["gpu" if h.is_gpu(r) else "pnm" for r in h.memory.requests[first:]]
+        sources = h.origins()[first:]
         start = sources.index("pnm")
         both_backlogged = sources[start:start + 80]
         expected = model.wrr_sources(*weights, 80 + weights[0])[weights[0]:weights[0] + 80]
@@ -114,21 +116,37 @@ async def weighted_round_robin_order(dut):
     bench.record(wrr_grants_checked=checked)
 
 
+def _streams(h: Harness) -> tuple[streams.GpuPrefill, streams.PnmDecode]:
+    """Prefill's and decode's address streams over the grid's plan, in request addresses."""
+    rb = h.params.request_bytes
+
+    def region(plan: tuple[int, int]) -> streams.Region:
+        return streams.Region(plan[0] // rb, plan[1] // rb)
+
+    return (streams.GpuPrefill(STREAMS, h.rng, region(GRID_WEIGHTS), region(GRID_GPU_KV)),
+            streams.PnmDecode(STREAMS, h.rng, region(GRID_WEIGHTS), region(GRID_PNM_KV), h.params.max_sub_requests))
+
+
 async def _offer_load(h: Harness, gpu_load: float, pnm_load: float, cycles: int) -> None:
-    """Bernoulli offers, made between clock edges: the stream sources then present every request at the
-    next rising edge, whatever order cocotb wakes its tasks in at an edge."""
+    """Bernoulli offers of the streams' requests and tensors (`pnm_load` requests per cycle), made between clock
+    edges: the stream sources then present every request at the next rising edge, whatever order cocotb wakes
+    its tasks in at an edge."""
+    gpu, pnm = _streams(h)
+    rb = h.params.request_bytes
     for _ in range(cycles):
         await FallingEdge(h.dut.clk)
         if h.rng.random() < gpu_load:
-            h.offer_gpu(h.gpu_request(write=False))
-        if h.rng.random() < pnm_load / GRID_TENSOR_REQUESTS:
-            h.offer_pnm(h.tensor(store=False, size=GRID_TENSOR_REQUESTS * h.params.request_bytes))
+            address, write = gpu.next()
+            h.offer_gpu(h.gpu_request(write=write, address=address))
+        if h.rng.random() < pnm_load / pnm.bursts:
+            first, bursts = pnm.next()
+            h.offer_pnm(h.tensor(store=False, size=bursts * rb, base=first * rb))
 
 
 def _issue_cycles(h: Harness) -> tuple[list[int], list[int]]:
     gpu, pnm = [], []
-    for request, cycle in zip(h.memory.requests, h.probes["mc_req"].cycles, strict=True):
-        (gpu if h.is_gpu(request) else pnm).append(cycle)
+    for source, cycle in zip(h.origins(), h.probes["mc_req"].cycles, strict=True):
+        (gpu if source == "gpu" else pnm).append(cycle)
     return gpu, pnm
 
 
@@ -164,7 +182,8 @@ def _latencies(h: Harness) -> dict:
     figures = {f"{source}_latency_{k}": v for source in ("gpu", "pnm")
                for k, v in model.wait_statistics(turnarounds[source]).items() if k != "max"}
     if not IDEAL_MEMORY:
-        cycles = [cycles for request, cycles in h.memory.latencies if h.is_gpu(request)]
+        source = {id(request): s for request, s in zip(h.memory.requests, h.origins(), strict=True)}
+        cycles = [cycles for request, cycles in h.memory.latencies if source[id(request)] == "gpu"]
         memory = model.wait_statistics(cycles)
         commands = h.memory.channel.statistics()
         figures |= {"gpu_memory_latency_p50": memory["p50"], "gpu_memory_latency_p99": memory["p99"],
@@ -218,9 +237,11 @@ async def arbitration_grid(dut):
     contention and queueing added to the idle path. Strict priority keeps the favoured source's wait within
     a cycle; a work-conserving arbiter never leaves a saturated controller idle. `*_share` counts requests
     issued in the window, `*_served` answers delivered in it (GPU responses, PNM buffer writes): behind a DRAM
-    the two differ by what its queue holds.
+    the two differ by what its queue holds. The traffic is prefill's and decode's address streams
+    (`tb.mmu.streams`): GPU weight reads and KV writes, PNM loads of the same weights and of KV.
     """
     h = await started(dut, mc_latency=8)
+    await h.grid_memory_map()
     grid_cycles = ICARUS_GRID_CYCLES if bench.under_icarus() else GRID_CYCLES
     raw = []
     for policy in POLICIES:
@@ -362,3 +383,28 @@ async def stray_response_is_dropped(dut):
     assert dut.stray_response.value == 1 and not h.probes["gpu_resp"].cycles and not h.probes["buf_wr"].cycles
     await bench.reset(dut)
     assert dut.stray_response.value == 0
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify mmu --soak N`: at least N GPU requests and N PNM sub-requests (random tensors, a tenth of
+    them refused) through the MMU with random gaps and stalls on every port and run-time policy changes, a chunk
+    at a time (`pnm_instr` and `completion` carry one beat per instruction, about N / 16), each chunk under the
+    full scoreboard: every response, completion and buffer write exactly once,
+    the memory controller's requests exactly the GPU's and the accepted instructions' in order."""
+    h = await started(dut, seed=11)
+    h.reorder(reordering(h))
+    h.pause_everything(0.3)
+    start, gpu, pnm = bench.cycles_simulated(), 0, 0
+    mean_sub_requests = (h.params.max_sub_requests + 1) / 2
+    while min(gpu, pnm) < bench.soak_beats():
+        chunk = min(bench.SOAK_CHUNK, bench.soak_beats())
+        await _random_traffic(h, instructions=max(1, round(chunk / mean_sub_requests)), gpu_requests=chunk,
+                              change_policy=True)
+        await h.drain()
+        counts = h.check()
+        gpu, pnm = gpu + counts["gpu_requests"], pnm + counts["pnm_requests"]
+        h.new_phase()
+    # Every request is answered, writes too; a PNM sub-request is the request a tensor's instruction makes.
+    bench.record_soak({"gpu_req": gpu, "gpu_resp": gpu, "pnm_sub_requests": pnm, "mc_req": gpu + pnm,
+                       "mc_resp": gpu + pnm}, bench.cycles_simulated() - start)

@@ -13,8 +13,10 @@
   each load's data in the buffer before its completion.
 
 Address plan (bytes): protected parameters [0, 1 MiB); PNM loads read [0, 1.5 MiB) and PNM stores write
-[1.5 MiB, 2 MiB); the GPU reads [2 MiB, 3 MiB) and writes [3 MiB, 4 MiB). Nothing is read where anybody
-writes, so every read's data is the memory's initial contents (`block_data`) whatever the timing.
+[1.5 MiB, 2 MiB); the GPU reads [2 MiB, 3 MiB) and writes [3 MiB, 4 MiB). The arbitration grid's streams
+(`tb.mmu.streams`) have their own plan in a 32 MiB memory: weights [4 MiB, 20 MiB), read by both and protected
+(region 1), the PNM's KV cache [20 MiB, 24 MiB), the GPU's KV writes [24 MiB, 28 MiB). Nothing is read where
+anybody writes, so every read's data is the memory's initial contents (`block_data`) whatever the timing.
 Buffer rows: loads fill rows from 0, stores read rows from half the buffer.
 """
 import operator
@@ -46,6 +48,7 @@ from ..memory import Contents, MemoryController
 from ..models import mmu as model
 from ..payload import Packer
 from ..scoreboard import Scoreboard
+from .streams import unmerge
 
 MIB = 1 << 20
 PROTECTED = (0, MIB)
@@ -54,6 +57,10 @@ PNM_STORE_SPACE = (3 * MIB // 2, 2 * MIB)
 GPU_READ_SPACE = (2 * MIB, 3 * MIB)
 GPU_WRITE_SPACE = (3 * MIB, 4 * MIB)
 MEMORY_SIZE = 4 * MIB
+GRID_WEIGHTS = (4 * MIB, 20 * MIB)
+GRID_PNM_KV = (20 * MIB, 24 * MIB)
+GRID_GPU_KV = (24 * MIB, 28 * MIB)
+GRID_MEMORY_SIZE = 32 * MIB
 
 
 @dataclass
@@ -163,12 +170,20 @@ class Harness:
         await self.configure(REG_REGION_BASE, PROTECTED[0])
         await self.configure(REG_REGION_LIMIT, PROTECTED[1])
 
+    async def grid_memory_map(self) -> None:
+        """The grid's plan: its larger memory, its weights protected as region 1 (the parameters stay region 0)."""
+        await self.configure(REG_MEMORY_SIZE, GRID_MEMORY_SIZE)
+        await self.configure(REG_REGION_BASE + 2, GRID_WEIGHTS[0])
+        await self.configure(REG_REGION_LIMIT + 2, GRID_WEIGHTS[1])
+
     # ---- stimulus -----------------------------------------------------------------------------------
-    def gpu_request(self, write: bool | None = None) -> dict:
+    def gpu_request(self, write: bool | None = None, address: int | None = None) -> dict:
+        """A GPU request: at `address` (a request address) if given, else at random in the GPU's read or write space."""
         write = self.rng.random() < 0.3 if write is None else write
         lo, hi = GPU_WRITE_SPACE if write else GPU_READ_SPACE
         rb = self.params.request_bytes
-        return {"address": self.rng.randrange(lo // rb, hi // rb), "is_write": int(write),
+        address = self.rng.randrange(lo // rb, hi // rb) if address is None else address
+        return {"address": address, "is_write": int(write),
                 "mask": self.rng.getrandbits(rb) if write else (1 << rb) - 1,
                 "data": self.rng.getrandbits(self.params.data_bits) if write else 0,
                 "id": len(self.offered.gpu) % (1 << self.params.id_bits)}
@@ -242,31 +257,25 @@ class Harness:
                            for cycle, payload in zip(self.probes[end].cycles, self.probes[end].payloads, strict=True)]
         return out
 
-    def is_gpu(self, mc_request: dict) -> bool:
-        return mc_request["address"] * self.params.request_bytes >= GPU_READ_SPACE[0]
+    def origins(self) -> list[str]:
+        """Which source ("gpu" or "pnm") each memory-controller request came from: they must be a merge of the GPU
+        requests sent and the accepted instructions' sub-requests, each in its own order (`streams.unmerge`; both
+        sources read the same weights, so an address does not say whose a request is)."""
+        gpu = [tuple(r[f] for f in ("address", "is_write", "mask", "data")) for _, r in self.offered.gpu]
+        seen = [((r["address"], r["is_write"], r["mask"], r["data"]),
+                 (r["address"], r["is_write"], r["mask"], r["data"] if r["is_write"] else None))
+                for r in self.memory.requests]
+        return ["gpu" if first else "pnm" for first in unmerge(seen, gpu, self.expected_pnm)]
 
     def check(self) -> dict[str, int]:
         """What only the whole run shows; call after `drain`. The memory controller saw exactly the GPU
-        requests sent, in order, and exactly the accepted instructions' requests, in order; no PNM write
-        reached a protected region or beyond memory; a load completed only after its data reached the buffer."""
+        requests sent, in order, and exactly the accepted instructions' requests, in order (`origins`); no PNM
+        write reached a protected region or beyond memory; a load completed only after its data reached the buffer."""
         rb = self.params.request_bytes
-        gpu_sent = [r for _, r in self.offered.gpu]
-        mc = self.memory.requests
-        mc_gpu = [r for r in mc if self.is_gpu(r)]
-        mc_pnm = [r for r in mc if not self.is_gpu(r)]
-        fields = ("address", "is_write", "mask", "data")
-        seen, sent = ([tuple(r[f] for f in fields) for r in rs] for rs in (mc_gpu, gpu_sent))
-        assert seen == sent, (f"the memory controller saw {len(seen)} GPU requests for {len(sent)} sent; first "
-                              f"difference at {_first_difference(seen, sent)}")
-        got_pnm = [(r["address"], r["is_write"], r["mask"], r["data"] if r["is_write"] else None) for r in mc_pnm]
-        assert got_pnm == self.expected_pnm, (
-            f"PNM memory requests differ from the accepted instructions' ({len(got_pnm)} seen, "
-            f"{len(self.expected_pnm)} expected; first difference at "
-            f"{_first_difference(got_pnm, self.expected_pnm)})")
-        for r in mc:
+        for r, source in zip(self.memory.requests, self.origins(), strict=True):
             assert not (r["is_write"] and any(lo <= r["address"] * rb < hi for lo, hi in self.regions if lo < hi)) \
-                or self.is_gpu(r), f"a PNM write reached protected block {r['address']:#x}"
-            assert (r["address"] + 1) * rb <= self.memory_size or self.is_gpu(r), "a PNM access beyond memory"
+                or source == "gpu", f"a PNM write reached protected block {r['address']:#x}"
+            assert (r["address"] + 1) * rb <= self.memory_size or source == "gpu", "a PNM access beyond memory"
         # A load completes only after the last of its data reached the buffer.
         last_write = {}
         for cycle, w in self.board.log["buf_wr"]:
@@ -275,7 +284,7 @@ class Harness:
             if not c["store"] and c["fault"] == model.NONE:
                 assert last_write[c["dest"]] < cycle, f"load {c['id']} completed before its data arrived"
         assert self.dut.stray_response.value == 0, "the MMU saw a response it did not expect"
-        return {"gpu_requests": len(gpu_sent), "pnm_instructions": len(self.offered.pnm),
+        return {"gpu_requests": len(self.offered.gpu), "pnm_instructions": len(self.offered.pnm),
                 "pnm_requests": len(self.expected_pnm), "refused": sum(c["fault"] != model.NONE
                                                                        for _, c in self.board.log["completion"])}
 
@@ -285,6 +294,3 @@ def _same_gpu_response(got: dict, expected: dict) -> bool:
     return all(got[f] == expected[f] for f in ("address", "is_write", "id")) and \
         (bool(got["is_write"]) or got["data"] == expected["data"])
 
-
-def _first_difference(a: list, b: list) -> int:
-    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))

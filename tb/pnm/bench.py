@@ -209,3 +209,24 @@ async def utilization(dut):
         cycles = delivered.cycles[-1] - accepted.cycles[0] + 1
         figures[name] = round(useful / (layout.lanes * layout.width * cycles), 4)
     bench.record(**figures, utilization_beats_per_pass=UTILIZATION_BEATS)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify BLOCK --soak N`: N random beats (MLP sums of random length with attention beats inside them)
+    under random input gaps and output stalls, every output checked on arrival, a chunk at a time (each chunk's
+    sums start and end in it)."""
+    _, layout = _setup()
+    await bench.start(dut)
+    h = _harness(dut, layout)
+    rng, stimulus_rng = random.Random(6), np.random.default_rng(6)
+    h.src.set_pause_generator(bench.random_pauses(rng, 0.3))
+    h.snk.set_pause_generator(bench.random_pauses(rng, 0.5))
+    start, outputs = bench.cycles_simulated(), 0
+    for size in bench.soak_chunks(bench.soak_beats()):
+        beats = layout.random(stimulus_rng, size)
+        await _run(h, layout, beats)
+        outputs += len(h.board.log["o"])
+        h.board.clear()
+    await h.board.idle(dut.o__valid, cycles=2 * layout.params.width)
+    bench.record_soak({"i": bench.soak_beats(), "o": outputs}, bench.cycles_simulated() - start)

@@ -187,3 +187,27 @@ async def reset_mid_traffic(dut):
     assert all(getattr(dut, f"{port.response}__valid").value == 0 for port in h.reads), "a response after reset"
     h.clear()
     await read_back(h, WINDOW_LINES)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify pnm_buffer --soak N`: N requests on every port (random rows of a few lines, random masks)
+    with random gaps on every request port and random back-pressure on every response port, every read checked
+    on arrival against the golden model, a chunk at a time."""
+    h = await started(dut, seed=8)
+    p = h.params
+    h.pause(0.3, 0.4)
+    start = bench.cycles_simulated()
+    beats = {port.request: 0 for port in h.ports} | {port.response: 0 for port in h.reads}
+    for size in bench.soak_chunks(bench.soak_beats()):
+        for port in h.ports:
+            for _ in range(size):
+                h.offer(port, h.rng.randrange(WINDOW_LINES * p.line_bytes // port.bytes))
+            beats[port.request] += size
+        await h.drain()
+        for port in h.reads:
+            beats[port.response] += len(h.board.log[port.response])
+        h.board.clear()
+        for cycles in h.watcher.accepted.values():
+            cycles.clear()
+    bench.record_soak(beats, bench.cycles_simulated() - start)

@@ -43,6 +43,18 @@ def _random_surroundings(h: Harness) -> None:
     h.surroundings(h.rng.choice(BACK_PRESSURE), h.rng.choice(DELAYS))
 
 
+async def _random_program(h: Harness) -> None:
+    """A random valid program at a random address (the rest of the buffer random words), under its own mix of
+    back-pressure and completion delays, run and checked."""
+    depth = h.params.depth
+    length = h.rng.randint(1, depth - 1)
+    start = h.rng.randint(0, depth - 1 - length)
+    words = h.buffer({start: stimulus.program(h.rng, length, h.space)}, _junk(h.rng))
+    _random_surroundings(h)
+    await h.load(words)
+    await h.run(words, start)
+
+
 @cocotb.test()
 async def timing(dut):
     """Ports always ready: start to the first command, then one instruction per cycle over commands that take turns
@@ -82,14 +94,8 @@ async def random_programs(dut):
     back-pressure and completion delays."""
     h = Harness(dut, seed=2)
     await bench.start(dut)
-    depth = h.params.depth
     for _ in range(40):
-        length = h.rng.randint(1, depth - 1)
-        start = h.rng.randint(0, depth - 1 - length)
-        words = h.buffer({start: stimulus.program(h.rng, length, h.space)}, _junk(h.rng))
-        _random_surroundings(h)
-        await h.load(words)
-        await h.run(words, start)
+        await _random_program(h)
     _record(h, random_programs=h.programs_checked, random_commands=h.commands_checked)
 
 
@@ -189,3 +195,17 @@ async def reset_mid_program(dut):
         await RisingEdge(dut.clk)
         await h.run(words, 0)
     _record(h)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify pnm_controller --soak N`: random valid programs, each under its own mix of back-pressure and
+    completion delays (as in `random_programs`), until N commands have been issued and completed, every one
+    scoreboarded against the model."""
+    h = Harness(dut, seed=9)
+    await bench.start(dut)
+    start = bench.cycles_simulated()
+    while h.commands_checked < bench.soak_beats():
+        await _random_program(h)
+    bench.record_soak({"commands": h.commands_checked, "completions": h.commands_checked,
+                       "programs": h.programs_checked}, bench.cycles_simulated() - start)

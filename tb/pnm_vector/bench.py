@@ -139,6 +139,15 @@ async def bit_exact(dut):
     bench.record(beats_checked=len(beats), output_beats_checked=scoreboard.checked)
 
 
+def _random_op(rng: np.random.Generator, width: int) -> list[model.Beat]:
+    """The beats of one random op: a reduction (three times in ten) of 1 to 5 beats, else 1 to 11 elementwise."""
+    op = Op(int(rng.integers(0, len(Op))))
+    if rng.random() < 0.3:
+        reduce = Reduce.SUM if rng.random() < 0.5 else Reduce.MAX
+        return stimulus.reduction_beats(rng, op, reduce, [int(rng.integers(1, 6))], width)
+    return stimulus.elementwise_beats(rng, op, int(rng.integers(1, 12)), width)
+
+
 @cocotb.test()
 async def random_back_pressure(dut):
     """Ops and reductions interleaved, random gaps on the input and random stalls on the output: nothing lost,
@@ -146,14 +155,7 @@ async def random_back_pressure(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(3)
-    beats = []
-    for _ in range(40):
-        op = Op(int(rng.integers(0, len(Op))))
-        if rng.random() < 0.3:
-            reduce = Reduce.SUM if rng.random() < 0.5 else Reduce.MAX
-            beats += stimulus.reduction_beats(rng, op, reduce, [int(rng.integers(1, 6))], width)
-        else:
-            beats += stimulus.elementwise_beats(rng, op, int(rng.integers(1, 12)), width)
+    beats = [beat for _ in range(40) for beat in _random_op(rng, width)]
     scoreboard = await _run(_ends(dut, random.Random(3), 0.3, 0.5), beats)
     await ClockCycles(dut.clk, 20)
     assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
@@ -178,3 +180,24 @@ async def reset_mid_stream(dut):
     snk.pause = False
     beats = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [3, 2], width)
     await _run((src, snk), beats + stimulus.elementwise_beats(rng, Op.GELU, 20, width))
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify pnm_vector --soak N`: at least N beats of ops and reductions interleaved (as in
+    `random_back_pressure`) under random input gaps and output stalls, every output checked on arrival, a chunk
+    at a time (each chunk's reductions end in it)."""
+    width = _width()
+    await bench.start(dut)
+    rng = np.random.default_rng(7)
+    ends = _ends(dut, random.Random(7), 0.3, 0.5)
+    start, sent, outputs = bench.cycles_simulated(), 0, 0
+    while sent < bench.soak_beats():
+        beats = []
+        while len(beats) < min(bench.SOAK_CHUNK, bench.soak_beats()):
+            beats += _random_op(rng, width)
+        outputs += (await _run(ends, beats)).checked
+        sent += len(beats)
+    await ClockCycles(dut.clk, 20)
+    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
+    bench.record_soak({"i": sent, "o": outputs}, bench.cycles_simulated() - start)

@@ -24,3 +24,10 @@ def test_memory_model_reaches_every_planned_run(tmp_path) -> None:
     runs, _ = planned_runs(["mmu"], None, True, tmp_path / "table.json", "hbm3")
     assert runs == [Run("mmu", {"out_of_order": False}, memory="hbm3"), Run("mmu", {"out_of_order": True}, memory="hbm3")]
     assert [run.name for run in runs] == ["mmu-memory=hbm3", "mmu-out_of_order=True-memory=hbm3"]
+
+
+def test_without_memory_model_each_bench_runs_behind_its_own(tmp_path) -> None:
+    """The MMU's figures come from HBM4 (DuoPD's memory), every other block's from the ideal controller."""
+    runs, _ = planned_runs(["mmu", "fp32_add"], None, True, tmp_path / "table.json")
+    assert [(run.block, run.memory) for run in runs] == [("mmu", "hbm4"), ("mmu", "hbm4"), ("fp32_add", "ideal")]
+    assert planned_runs(["mmu"], None, True, tmp_path / "table.json", "ideal")[0][0].memory == "ideal"

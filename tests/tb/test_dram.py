@@ -249,3 +249,25 @@ def test_reads_alternating_between_sids_at_tccd_r():
     channel = PseudoChannel(HBM3)
     run(channel, warm + [(100, Request(address(sid=k % 2, column=1 + k // 2), is_write=True)) for k in range(6)])
     assert [c for c, _, _ in commands(channel, "WR")] == [100 + 2 * k for k in range(6)]
+
+
+def _write_behind_reads() -> list[tuple[int, Request]]:
+    """Rows open in bank groups 0 and 1 (reads at 0: RDs 31 and 35). From 100 a read to bank group 0 every 4
+    cycles (tCCD_L: each issues as it arrives); at 101 a write to bank group 1."""
+    stream = [(100 + 4 * k, Request(address(column=k % 32))) for k in range(150)]
+    return reads({"bankgroup": 0}, {"bankgroup": 1}) + stream[:1] + [
+        (101, Request(address(bankgroup=1, column=1), is_write=True))] + stream[1:]
+
+
+def test_age_cap_ends_a_writes_starvation_behind_reads():
+    """Each read renews the write's read-to-write turnaround (RD + tRTW 20), so under plain FR-FCFS it never issues.
+    With `age_cap` 256 the write is served in order from 101 + 256 = 357: the last read went at 356
+    (100 + 4 × 64), the WR at 356 + 20 = 376 (bank 4: bank group 1), the next read at WR + tCWL + BL + tWTR_S =
+    376 + 10 + 2 + 7 = 395, then every tCCD_L."""
+    channel = PseudoChannel(HBM3, ControllerParams(age_cap=256))
+    run(channel, _write_behind_reads(), until=400)
+    assert commands(channel, "WR") == [(376, "WR", 4)]
+    assert [c for c, _, _ in commands(channel, "RD") if 340 <= c < 400] == [340, 344, 348, 352, 356, 395, 399]
+    starved = PseudoChannel(HBM3, ControllerParams(age_cap=10**6))
+    run(starved, _write_behind_reads(), until=700)
+    assert commands(starved, "WR") == []

@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """What every new user types first: `basedie generate all` at every block's default parameters elaborates every
-registered block (no Verilator build), so a default beyond what Amaranth can elaborate cannot come back."""
+registered block (no Verilator build; the whole PNM's units only, below), so a default beyond what Amaranth can elaborate cannot come back."""
 import gc
 import json
 
@@ -12,8 +12,10 @@ from rtl.params import MAX_VALUE_BITS
 from rtl.registry import BLOCKS
 
 
+# The whole PNM at the paper's size (16 × 1,024 lanes, 1 MB) is left out: its generation alone takes minutes of
+# CPU and 2.4 GB (docs/pnm-top.md, "Generating", measured by hand); its units are generated here at their defaults.
 @pytest.mark.slow    # about a minute of CPU in all, half of it the DQB's 512-bit default
-@pytest.mark.parametrize("name", list(BLOCKS))
+@pytest.mark.parametrize("name", [name for name in BLOCKS if name != "pnm"])
 def test_generate_at_the_defaults(name: str, tmp_path, capsys) -> None:
     assert main(["generate", name, "-o", str(tmp_path)]) == 0
     assert f"module {name}(" in (tmp_path / f"{name}.v").read_text()

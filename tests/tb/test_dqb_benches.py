@@ -5,10 +5,11 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from amaranth.hdl import Const
+from amaranth.hdl import Const, Module
+from amaranth.lib import wiring
 
 from rtl.dqb import dqb as rtl_dqb
-from rtl.dqb import processing
+from rtl.dqb import processing, request_table, sz_requests
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
@@ -73,3 +74,34 @@ def test_a_zero_point_taken_from_the_next_group_fails_the_bench(monkeypatch, tmp
     monkeypatch.setattr(rtl_dqb, "DataProcessing", Shifted)
     failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|unusable_entry_is_a_table_miss")
     assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every written entry is enabled: the disabled decoy at index 0 (the first layer's range, another layer's S/Z)
+    wins over the real entry, so the first layer's dequantized reads are wrong."""
+    class Careless(wiring.Component):
+        def __init__(self, params) -> None:
+            self.inner = request_table.RequestTable(params)
+            super().__init__(dict(self.inner.signature.members.items()))
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.inner = inner = self.inner
+            m.d.comb += [inner.config.valid.eq(self.config.valid), inner.config.payload.eq(self.config.payload),
+                         inner.config.payload.enable.eq(1), self.config.ready.eq(inner.config.ready),
+                         inner.address.eq(self.address), self.match.eq(inner.match)]
+            return m
+    monkeypatch.setattr(sz_requests, "RequestTable", Careless)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|unusable_entry_is_a_table_miss")
+    assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_random_traffic_is_exact_behind_hbm4(monkeypatch, tmp_path) -> None:
+    """Behind the HBM4 pseudo channel (in-order answers, row misses, refresh) the mixed traffic (stores to scale
+    and zero-point lines, unaligned addresses, disabled and overlapping entries) is still exact."""
+    monkeypatch.setenv("COCOTB_TEST_FILTER", "random_traffic_under_back_pressure")
+    params = BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0])
+    figures = run_bench("dqb", "tb.dqb.bench", params, runs=tmp_path, simulator="icarus", memory="hbm4")
+    assert figures["random_reads"] > 500 and figures["random_stores"] > 30, figures

@@ -63,6 +63,7 @@ async def random_traffic_under_back_pressure(dut):
     await h.idle()
     stores = [(op.address, op.store) for op in ops if op.store is not None]
     assert [(r["address"], r["data"]) for r in h.memory.requests if r["is_write"]] == stores, "stores changed or lost"
+    assert h.memory.overtaken == 0, "a memory answer overtook an older one: the DQB needs them in order"
     assert all(r["kind"] == Kind.GPU.value for r in h.memory.requests if r["is_write"])
     assert all(data == golden.beat_to_int(final_image[address:address + p.beat_bytes])
                for address, data in h.memory.contents.written.items()), "memory differs after the stores"

@@ -55,8 +55,8 @@ class DramController(MemoryPort):
 
     @property
     def peak_requests_per_cycle(self) -> float:
-        """The data bus's limit in the block's cycles: one burst per `bl` tCK."""
-        return float(self.tck_per_cycle / self.timing.bl)
+        """The data bus's limit in the block's cycles: one burst per `bl` tCK, `bursts` per request."""
+        return float(self.tck_per_cycle / (self.timing.bl * self.bursts))
 
     @property
     def in_order(self) -> bool:

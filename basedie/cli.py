@@ -316,7 +316,7 @@ def _prove(args) -> int:
     try:
         for block in blocks:
             for proof in prove(block, args.property, args.depth, "bmc" if args.bmc else "prove", args.keep):
-                print(f"{proof.block}  {proof.name:<17} {proof.variant:<13} {proof.verdict()}  "
+                print(f"{proof.block}  {proof.name:<17} {proof.variant:<20} {proof.verdict()}  "
                       f"({proof.outcome.seconds:.1f} s)", flush=True)
                 failures += proof.outcome.status in ("FAIL", "ERROR")
     except ToolMissing as error:

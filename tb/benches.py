@@ -68,5 +68,5 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
           tuple({"interface_bits": 32, "internal_bits": 64, "request_table_bytes": 256, "sz_buffer_bytes": 256,
                  "outstanding_reads": 16, "rounding": r} for r in ROUNDINGS),
           verify_only=({"interface_bits": 512, "internal_bits": 1024, "rounding": "nearest_even"},),
-          verify_only_minutes=7),
+          verify_only_minutes=7, dram=True),
 )}

@@ -9,14 +9,15 @@ from cocotb.triggers import ClockCycles
 from rtl.dqb.ports import Kind
 
 from .. import bench
+from ..memory import MemoryController
 from ..models import checkpoints, pc_layout
 from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
 from .harness import MODE_NAMES, Harness, count_checked, params
 from .stimulus import Operation, Scenario, expected_responses, random_operations, random_scenario
 
-def _scenario(seed: int, layers: int = 4) -> Scenario:
-    return random_scenario(np.random.default_rng(seed), params().beat_bytes, layers)
+def _scenario(seed: int, layers: int = 4, decoys: bool = True) -> Scenario:
+    return random_scenario(np.random.default_rng(seed), params().beat_bytes, layers, decoys)
 
 
 @cocotb.test()
@@ -26,7 +27,7 @@ async def every_mode_and_error(dut):
     p = params()
     scenario = _scenario(1)
     h = Harness(dut, scenario.image, random.Random(1))
-    await h.program(scenario.entries)
+    await h.program(scenario.table, scenario.enabled)
     ops = [Operation(e.weight_base + beat * p.beat_bytes, tag) for tag in range(8) for e in scenario.entries
            for beat in (0, 1, e.weight_size // p.beat_bytes - 1)]
     ops += [Operation(scenario.scratch, tag) for tag in range(8)]
@@ -46,7 +47,7 @@ async def _under_back_pressure(dut, seed: int) -> tuple[Harness, Scenario, np.ra
     scenario = _scenario(seed, layers=6)
     h = Harness(dut, scenario.image, random.Random(seed), latency=(1, 40), memory_stalls=0.2, request_gaps=0.2,
                 response_stalls=0.4)
-    await h.program(scenario.entries)
+    await h.program(scenario.table, scenario.enabled)
     return h, scenario, rng
 
 
@@ -56,12 +57,13 @@ async def random_traffic_under_back_pressure(dut):
     memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged."""
     p = params()
     h, scenario, rng = await _under_back_pressure(dut, seed=2)
-    ops = random_operations(rng, scenario, p.beat_bytes, 600)
+    ops = random_operations(rng, scenario, p.beat_bytes, 600, store_probability=0.3)
     expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
     checked = await h.checked(ops, expected)
     await h.idle()
     stores = [(op.address, op.store) for op in ops if op.store is not None]
     assert [(r["address"], r["data"]) for r in h.memory.requests if r["is_write"]] == stores, "stores changed or lost"
+    assert h.memory.overtaken == 0, "a memory answer overtook an older one: the DQB needs them in order"
     assert all(r["kind"] == Kind.GPU.value for r in h.memory.requests if r["is_write"])
     assert all(data == golden.beat_to_int(final_image[address:address + p.beat_bytes])
                for address, data in h.memory.contents.written.items()), "memory differs after the stores"
@@ -75,7 +77,7 @@ async def reset_mid_traffic(dut):
     p = params()
     scenario = _scenario(3)
     h = Harness(dut, scenario.image, random.Random(3), latency=(5, 30), response_stalls=0.3)
-    await h.program(scenario.entries)
+    await h.program(scenario.table, scenario.enabled)
     ops = random_operations(np.random.default_rng(3), scenario, p.beat_bytes, 200, store_probability=0)
     h.expect(ops, expected_responses(scenario, ops, p.rounding, p.interface_bits)[0])  # those before the reset
     cocotb.start_soon(h.send(ops))
@@ -84,7 +86,7 @@ async def reset_mid_traffic(dut):
     assert dut.gpu_resp__valid.value == 0 and dut.mc_req__valid.value == 0, "not idle after reset"
     table_miss = [Operation(scenario.entries[0].weight_base, 0b101)]
     await h.checked(table_miss, [Response((0, 0), True)])  # the table was cleared too
-    await h.program(scenario.entries)
+    await h.program(scenario.table, scenario.enabled)
     ops = random_operations(np.random.default_rng(4), scenario, p.beat_bytes, 200, store_probability=0)
     expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
     await h.checked(ops, expected)
@@ -97,7 +99,7 @@ async def unusable_entry_is_a_table_miss(dut):
     with the table-miss error response; untagged reads there are unaffected."""
     await bench.start(dut)
     p = params()
-    scenario = _scenario(5, layers=2)
+    scenario = _scenario(5, layers=2, decoys=False)
     first, second = scenario.entries
     entries = [LayerEntry(first.weight_base, first.weight_size, first.scale_base + 2, first.zero_base,
                           first.log2_group_width),
@@ -169,7 +171,8 @@ async def _isolated_read(h: Harness, scenario: Scenario, op: Operation, accepted
 
 @cocotb.test()
 async def timing_figures(dut):
-    """Read latency per mode, S/Z miss penalty, and the response rate of a stream of S/Z hits without
+    """Read latency per mode (memory data in → first beat, and GPU request accepted → first beat: the memory's
+    latency and the DQB's), S/Z miss penalty, and the response rate of a stream of S/Z hits without
     back-pressure (target: one beat per cycle in every mode), with the rate the memory side is consumed at
     meanwhile (a dequantizing read turns one memory beat into 16/bits response beats)."""
     await bench.start(dut)
@@ -189,10 +192,10 @@ async def timing_figures(dut):
     delivered = bench.HandshakeProbe(dut, "gpu_resp")
     await h.program([entry])
 
-    latency, rates, memory_rates, gaps, checked = {}, {}, {}, {}, 0
+    latency, request_latency, rates, memory_rates, gaps, checked = {}, {}, {}, {}, {}, 0
     for tag in range(8):
-        latency[MODE_NAMES[tag]], _ = await _isolated_read(h, scenario, Operation(0, tag), accepted, data_in,
-                                                           delivered)
+        latency[MODE_NAMES[tag]], request_latency[MODE_NAMES[tag]] = await _isolated_read(
+            h, scenario, Operation(0, tag), accepted, data_in, delivered)
         ops = [Operation(b * p.beat_bytes, tag) for b in range(beats)]
         expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits)
         checked += await h.checked(ops, expected)  # warms the S/Z buffer
@@ -214,10 +217,12 @@ async def timing_figures(dut):
     _, warm = await _isolated_read(h, scenario, Operation(0, 0b101), accepted, data_in, delivered)
     for probe in (accepted, data_in, delivered):
         probe.stop()
-    assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
+    # Behind a DRAM model a refresh or a row miss may hold a stream up: measured there, not required.
+    if isinstance(h.memory, MemoryController):
+        assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
     bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"], beats_per_cycle=min(rates.values()),
-                 beats_per_cycle_by_mode=rates, memory_beats_per_cycle_by_mode=memory_rates,
-                 initiation_interval=max(gaps.values()),
+                 request_latency_cycles=request_latency, beats_per_cycle_by_mode=rates,
+                 memory_beats_per_cycle_by_mode=memory_rates, initiation_interval=max(gaps.values()),
                  sz_miss_penalty_cycles=cold - warm, timing_vectors=checked)
 
 

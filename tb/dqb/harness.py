@@ -1,5 +1,9 @@
 """The DQB's surroundings in simulation: a GPU (request source, response sink checked by the scoreboard as
-beats arrive), a configuration source and the memory-controller model over a PC-local byte image."""
+beats arrive), a configuration source and the memory-controller model over a PC-local byte image: the ideal one
+(`tb.memory`, a latency drawn per request) or, when the run names a DRAM preset (`basedie verify dqb
+--memory-model hbm4`), an HBM pseudo channel (`tb.dram`) at the DQB's design clock. Either answers in request
+order: the DQB has no response tags and matches memory answers to its tag history by order alone (docs/dram.md),
+so the harness refuses a memory that could reorder."""
 import random
 
 import cocotb
@@ -9,6 +13,9 @@ from rtl.dqb.params import DQBParams
 from rtl.registry import BLOCKS
 
 from .. import bench
+from ..dram.channel import ControllerParams
+from ..dram.controller import DramController
+from ..dram.timing import PRESETS
 from ..memory import Contents, MemoryController
 from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
@@ -26,14 +33,21 @@ def params() -> DQBParams:
     return DQBParams(**bench.config()["params"])
 
 
-def image_contents(image: np.ndarray, beat_bytes: int) -> Contents:
-    """A PC-local byte image as beats at byte addresses (the DQB only issues beat-aligned requests)."""
-    image = np.array(image, dtype=np.uint8)
+class BeatContents(Contents):
+    """Memory as beats at byte addresses: a request's address bits below the beat are ignored (the DQB forwards a
+    GPU request's address unchanged, and reads and stores are whole beats)."""
 
-    def initial(address: int) -> int:
-        assert address % beat_bytes == 0, f"unaligned memory request at {address:#x}"
-        return golden.beat_to_int(image[address:address + beat_bytes])
-    return Contents(initial, beat_bytes)
+    def read(self, address: int) -> int:
+        return super().read(address & -self.word_bytes)
+
+    def write(self, address: int, data: int, mask: int) -> None:
+        super().write(address & -self.word_bytes, data, mask)
+
+
+def image_contents(image: np.ndarray, beat_bytes: int) -> BeatContents:
+    """A PC-local byte image as beats at byte addresses."""
+    image = np.array(image, dtype=np.uint8)
+    return BeatContents(lambda address: golden.beat_to_int(image[address:address + beat_bytes]), beat_bytes)
 
 
 def count_checked(elements: int) -> int:
@@ -50,8 +64,16 @@ class Harness:
         self.dut, self.params = dut, params()
         component = BLOCKS["dqb"].build(self.params)
         self.clock = bench.CycleCounter(dut.clk)
-        self.memory = MemoryController(dut, component, self.clock, image_contents(image, self.params.beat_bytes), rng,
-                                       latency=latency)
+        contents = image_contents(image, self.params.beat_bytes)
+        memory = bench.config()["memory"]
+        if memory == "ideal":
+            self.memory = MemoryController(dut, component, self.clock, contents, rng, latency=latency)
+        else:
+            self.memory = DramController(dut, component, self.clock, contents, timing=PRESETS[memory],
+                                         params=ControllerParams(in_order=True), clock_hz=self.params.design_clock_hz,
+                                         address_bytes=1)
+        if not self.memory.in_order:
+            raise ValueError("the DQB needs its memory answers in request order")
         self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
         self.config = bench.source(dut, "config")
         for port, probability in ((self.memory.sink, memory_stalls), (self.requests, request_gaps),
@@ -64,11 +86,13 @@ class Harness:
         self.board.add_port("gpu_resp", self.responses, decode=lambda payload: _beat(response_fields, payload),
                             describe=lambda beat: "any" if beat is ANY else f"data {beat[0]:#x} error={beat[1]}")
 
-    async def program(self, entries: list[LayerEntry]) -> None:
+    async def program(self, entries: list[LayerEntry], enabled: list[bool] | None = None) -> None:
+        """Write `entries` to table indices 0, 1, ...; `enabled` (default all) gives each one's enable bit."""
         for index, e in enumerate(entries):
             await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
                 index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
-                zero_base=e.zero_base, log2_group_width=e.log2_group_width, enable=1)))
+                zero_base=e.zero_base, log2_group_width=e.log2_group_width,
+                enable=1 if enabled is None else int(enabled[index]))))
         await self.config.wait()
 
     async def send(self, ops: list[Operation]) -> None:

@@ -22,13 +22,26 @@ class Operation:
 class Scenario:
     image: np.ndarray
     entries: list[LayerEntry]
+    """The layers as the golden model sees them: the enabled table entries, lowest index (highest priority) first."""
     scratch: int
     """Byte address of the scratch region."""
+    table: list[LayerEntry] | None = None
+    """What is written to table indices 0, 1, ... (default: `entries`)."""
+    enabled: list[bool] | None = None
+    """Each table entry's enable bit (default: all set)."""
+
+    def __post_init__(self) -> None:
+        self.table = self.entries if self.table is None else self.table
+        self.enabled = [True] * len(self.table) if self.enabled is None else self.enabled
+        assert [e for e, on in zip(self.table, self.enabled, strict=True) if on] == self.entries
 
 
-def random_scenario(rng: np.random.Generator, beat_bytes: int, layers: int = 4) -> Scenario:
+def random_scenario(rng: np.random.Generator, beat_bytes: int, layers: int = 4, decoys: bool = True) -> Scenario:
     """`layers` layers with group widths from 2 bytes to 4 beats, random weights (FP8 NaN and subnormals
-    included) and scales that mix moderate values with random bit patterns (inf, NaN, subnormal)."""
+    included) and scales that mix moderate values with random bit patterns (inf, NaN, subnormal). With `decoys`
+    the table also holds two entries that must not be used, each pointing at another layer's S/Z: a disabled copy
+    of the first layer at index 0, and after the layers one overlapping the last layer's second half (the lower
+    index wins)."""
     pieces: list[tuple[int, np.ndarray]] = []
     entries = []
     cursor = 0
@@ -50,7 +63,17 @@ def random_scenario(rng: np.random.Generator, beat_bytes: int, layers: int = 4) 
     for start, data in pieces:
         image[start:start + len(data)] = data
     image[scratch:] = rng.integers(0, 256, SCRATCH_BEATS * beat_bytes, dtype=np.uint8)
-    return Scenario(image, entries, scratch)
+    if not decoys:
+        return Scenario(image, entries, scratch)
+    first, last = entries[0], entries[-1]
+    other = entries[1 % len(entries)]
+    disabled = LayerEntry(first.weight_base, first.weight_size, other.scale_base, other.zero_base,
+                          first.log2_group_width)
+    half = last.weight_size // beat_bytes // 2 * beat_bytes
+    overlapping = LayerEntry(last.weight_base + half, last.weight_size - half, first.scale_base, first.zero_base,
+                             first.log2_group_width)
+    return Scenario(image, [*entries, overlapping], scratch, [disabled, *entries, overlapping],
+                    [False, *[True] * (len(entries) + 1)])
 
 
 def _scales(rng: np.random.Generator, groups: int) -> np.ndarray:
@@ -67,42 +90,49 @@ def _align(address: int, alignment: int) -> int:
 
 
 def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: int, count: int,
-                      store_probability: float = 0.1) -> list[Operation]:
+                      store_probability: float = 0.1, unaligned: float = 0.1) -> list[Operation]:
     """Reads in runs along a layer (S/Z hits), jumps between layers (switches), reads outside every layer
-    (table misses when tagged), untagged and reserved-tag reads, stores to the scratch region and to S/Z."""
+    (table misses when tagged), untagged and reserved-tag reads, stores to the scratch region and to scale and
+    zero-point lines; a fraction `unaligned` of the addresses point inside their beat rather than at its start."""
     ops: list[Operation] = []
+
+    def inside(address: int) -> int:
+        return address + (int(rng.integers(1, beat_bytes)) if rng.random() < unaligned else 0)
+
     while len(ops) < count:
         if rng.random() < store_probability:
             if rng.random() < 0.5:
                 address = scenario.scratch + beat_bytes * int(rng.integers(SCRATCH_BEATS))
             else:
                 entry = scenario.entries[int(rng.integers(len(scenario.entries)))]
-                address = entry.scale_base
+                address = entry.scale_base if rng.random() < 0.5 else entry.zero_base
             data = int.from_bytes(rng.integers(0, 256, beat_bytes, dtype=np.uint8).tobytes(), "little")
-            ops.append(Operation(address, store=data))
+            ops.append(Operation(inside(address), store=data))
             continue
         tag = int(rng.integers(0, 8))
         if rng.random() < 0.15:
-            ops.append(Operation(scenario.scratch + beat_bytes * int(rng.integers(SCRATCH_BEATS)), tag))
+            ops.append(Operation(inside(scenario.scratch + beat_bytes * int(rng.integers(SCRATCH_BEATS))), tag))
             continue
         entry = scenario.entries[int(rng.integers(len(scenario.entries)))]
         beats = entry.weight_size // beat_bytes
         start = int(rng.integers(beats))
         for beat in range(start, min(beats, start + int(rng.integers(1, 12)))):
-            ops.append(Operation(entry.weight_base + beat * beat_bytes, tag))
+            ops.append(Operation(inside(entry.weight_base + beat * beat_bytes), tag))
     return ops[:count]
 
 
 def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str,
                        interface_bits: int) -> tuple[list[Response], np.ndarray]:
-    """The golden responses to the reads among `ops`, in order, and the image after every store."""
+    """The golden responses to the reads among `ops`, in order, and the image after every store. Reads and stores
+    are of whole beats: an address's bits below the beat are ignored (README, the DQB's ports)."""
     image = scenario.image.copy()
     responses: list[Response] = []
     reads: list[Operation] = []
+    beat_bytes = interface_bits // 8
 
     def flush() -> None:
         if reads:
-            responses.extend(golden.dequantize_reads(image, scenario.entries, [r.address for r in reads],
+            responses.extend(golden.dequantize_reads(image, scenario.entries, [r.address & -beat_bytes for r in reads],
                                                      [r.tag for r in reads], rounding, interface_bits))
             reads.clear()
 
@@ -111,6 +141,7 @@ def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str,
             reads.append(op)
         else:
             flush()
-            image[op.address:op.address + interface_bits // 8] = golden.int_to_beat(op.store, interface_bits)
+            start = op.address & -beat_bytes
+            image[start:start + beat_bytes] = golden.int_to_beat(op.store, interface_bits)
     flush()
     return responses, image

@@ -117,8 +117,9 @@ class PseudoChannel:
         self._effects = _effects(timing)
 
     # ---- requests in and out ------------------------------------------------------------------------
-    def can_accept(self) -> bool:
-        return len(self.queue) < self.params.queue_depth
+    def can_accept(self, requests: int = 1) -> bool:
+        """The queue has room for `requests` more."""
+        return len(self.queue) + requests <= self.params.queue_depth
 
     def accept(self, request: Request) -> None:
         if not self.can_accept():

@@ -6,10 +6,13 @@ that edge on; a response is driven at the first edge of the block's clock after 
 is full the model takes no request: `mc_req`'s ready drops once the port's two-entry skid buffer (the bench
 sink's) has filled too.
 
-One request is one burst, so the block's request width must equal the pseudo channel's burst (HBM3 and HBM4:
-32 bits x BL8 = 32 bytes, the MMU's 256-bit requests). Reads and writes reach the memory contents in the order
-they were accepted, whatever order the channel serves them in: it never lets a request pass an older one to the
-same address when either writes, so the timing agrees with that order.
+A request moves whole bursts (HBM3 and HBM4: 32 bits x BL8 = 32 bytes, the MMU's 256-bit requests): one narrower
+than a burst (the small DQB's 4-byte beats) still takes one burst of the data bus, one wider (the full DQB's
+64-byte beats) takes consecutive bursts and is answered when the last is done. `address_bytes` is the unit of the
+block's request addresses (the MMU's are request indices, the DQB's bytes); the low bits of an address inside a
+burst do not change which burst is read. Reads and writes reach the memory contents in the order they were
+accepted, whatever order the channel serves them in: it never lets a request pass an older one to the same
+address when either writes, so the timing agrees with that order.
 """
 import math
 from fractions import Fraction
@@ -29,11 +32,17 @@ occupancy before the model has taken the beat it just received)."""
 
 class DramController(MemoryPort):
     def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, *, timing: DramTiming,
-                 params: ControllerParams, clock_hz: float, answer_writes: bool = False) -> None:
+                 params: ControllerParams, clock_hz: float, answer_writes: bool = False,
+                 address_bytes: int | None = None) -> None:
         super().__init__(dut, component, clock, contents, answer_writes=answer_writes)
-        if contents.word_bytes != timing.burst_bytes:
+        self.address_bytes = address_bytes or contents.word_bytes
+        self.bursts = -(-contents.word_bytes // timing.burst_bytes)
+        """Bursts one request moves."""
+        if timing.burst_bytes % contents.word_bytes and contents.word_bytes % timing.burst_bytes:
             raise ValueError(f"{contents.word_bytes}-byte requests on a {timing.name} pseudo channel of "
-                             f"{timing.burst_bytes}-byte bursts")
+                             f"{timing.burst_bytes}-byte bursts: one must divide the other")
+        if self.bursts > params.queue_depth:
+            raise ValueError(f"a request of {self.bursts} bursts does not fit a queue of {params.queue_depth}")
         self.timing, self.params = timing, params
         self.tck_per_cycle = Fraction(round(1e12 / clock_hz), timing.tck_ps)
         self.sink.queue_occupancy_limit = SKID_ENTRIES
@@ -46,8 +55,8 @@ class DramController(MemoryPort):
 
     @property
     def peak_requests_per_cycle(self) -> float:
-        """The data bus's limit in the block's cycles: one burst per `bl` tCK."""
-        return float(self.tck_per_cycle / self.timing.bl)
+        """The data bus's limit in the block's cycles: one burst per `bl` tCK, `bursts` per request."""
+        return float(self.tck_per_cycle / (self.timing.bl * self.bursts))
 
     @property
     def in_order(self) -> bool:
@@ -70,10 +79,13 @@ class DramController(MemoryPort):
             await ReadOnly()  # every beat the sink took at this edge is in its queue
             self.cycle += 1
             self._run_until(self.cycle)  # (only just after a clear has it not got here yet)
-            while not self.sink.empty() and self.channel.can_accept():
+            while not self.sink.empty() and self.channel.can_accept(self.bursts):
                 request, answer = self.take(int(self.sink.recv_nowait().payload))
-                self.channel.accept(Request(request["address"], bool(request["is_write"]),
-                                            payload=(request, answer, self.cycle)))
+                first = request["address"] * self.address_bytes // self.timing.burst_bytes
+                left = [self.bursts]  # the request's bursts not yet done, shared by all of them
+                for burst in range(first, first + self.bursts):
+                    self.channel.accept(Request(burst, bool(request["is_write"]),
+                                                payload=(request, answer, self.cycle, left)))
             self._run_until(self.cycle + 1)
 
     def _run_until(self, edge: int) -> None:
@@ -81,7 +93,8 @@ class DramController(MemoryPort):
         driven at the next edge)."""
         while self.channel.now < math.ceil(edge * self.tck_per_cycle):
             for done in self.channel.step():
-                request, answer, accepted = done.payload
-                if answer is not None:
+                request, answer, accepted, left = done.payload
+                left[0] -= 1
+                if answer is not None and not left[0]:
                     self.latencies.append((request, self.cycle + 1 - accepted))
                     self.answer(*answer)

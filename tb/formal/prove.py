@@ -3,10 +3,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import dqb, mmu, sby
+from . import dqb, fp, mmu, sby
 from .harness import Property
 
-PROPERTIES = {"mmu": mmu.PROPERTIES, "dqb": dqb.PROPERTIES}
+PROPERTIES = {"mmu": mmu.PROPERTIES, "dqb": dqb.PROPERTIES, "fp32_narrow": fp.PROPERTIES}
 """The blocks with formal properties, and theirs."""
 
 

@@ -7,8 +7,8 @@ from tb.verify import Run, planned_runs
 
 @pytest.mark.parametrize("argv,message", [
     (["verify", "mmu", "--memory-model", "hbm5"], "--memory-model 'hbm5' is not one of ideal, hbm3, hbm4"),
-    (["verify", "dqb", "--memory-model", "hbm3"],
-     "--memory-model hbm3: the benches of dqb have no DRAM option (blocks that have one: mmu)"),
+    (["verify", "fp32_add", "--memory-model", "hbm3"],
+     "--memory-model hbm3: the benches of fp32_add have no DRAM option (blocks that have one: mmu, dqb)"),
     (["verify", "mmu", "--memory-model", "hbm3", "--simulator", "icarus"],
      "--memory-model applies to Verilator runs, which measure the figures"),
 ])
@@ -26,8 +26,14 @@ def test_memory_model_reaches_every_planned_run(tmp_path) -> None:
     assert [run.name for run in runs] == ["mmu-memory=hbm3", "mmu-out_of_order=True-memory=hbm3"]
 
 
+def test_the_dqb_runs_behind_a_dram_model_when_named(tmp_path) -> None:
+    runs, _ = planned_runs(["dqb"], None, True, tmp_path / "table.json", "hbm4")
+    assert [run.memory for run in runs] == ["hbm4", "hbm4"]
+
+
 def test_without_memory_model_each_bench_runs_behind_its_own(tmp_path) -> None:
     """The MMU's figures come from HBM4 (DuoPD's memory), every other block's from the ideal controller."""
-    runs, _ = planned_runs(["mmu", "fp32_add"], None, True, tmp_path / "table.json")
-    assert [(run.block, run.memory) for run in runs] == [("mmu", "hbm4"), ("mmu", "hbm4"), ("fp32_add", "ideal")]
+    runs, _ = planned_runs(["mmu", "fp32_add", "dqb"], None, True, tmp_path / "table.json")
+    assert [(run.block, run.memory) for run in runs] == [("mmu", "hbm4"), ("mmu", "hbm4"), ("fp32_add", "ideal"),
+                                                         ("dqb", "ideal"), ("dqb", "ideal")]
     assert planned_runs(["mmu"], None, True, tmp_path / "table.json", "ideal")[0][0].memory == "ideal"

@@ -7,7 +7,7 @@ from rtl.mmu import mmu as rtl_mmu
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["prove", "fp32_add"], "no formal properties for 'fp32_add' (blocks with some: mmu, dqb)"),
+    (["prove", "fp32_add"], "no formal properties for 'fp32_add' (blocks with some: mmu, dqb, fp32_narrow)"),
     (["prove", "mmu", "--depth", "0"], "--depth must be >= 1, got 0"),
     (["prove", "mmu", "--property", "gpu_twice"], "mmu has no property 'gpu_twice' (known: gpu_once, "),
 ])

@@ -1,11 +1,24 @@
-"""Build the DQB under Verilator and run its cocotb bench for every parameter set `pytest` proves."""
-import pytest
+"""Build the DQB under Verilator and run its cocotb bench for every parameter set `pytest` proves; and the planted
+bugs that must make the bench fail, run under Icarus (seconds to compile, where a Verilator build of each variant
+costs minutes)."""
+import shutil
+import xml.etree.ElementTree as ET
 
+import pytest
+from amaranth.hdl import Const, Module
+from amaranth.lib import wiring
+
+from rtl.dqb import dqb as rtl_dqb
+from rtl.dqb import processing, request_table, sz_requests
+from rtl.registry import BLOCKS
+from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
+from tb.runner import BenchFailed, run_bench, run_name
 
 from tests.tb.bench_runs import each_run, measure
 
 pytestmark = pytest.mark.verilator
+icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH (apt-get install iverilog)")
 
 
 @each_run("tb.dqb.bench")
@@ -27,3 +40,68 @@ def test_bench(block_name: str, config: dict) -> None:
         assert row["fraction"] == pytest.approx(sz_read_fraction(row["weight_bits"], row["group_size"]), abs=1e-6)
     assert 0.9 < figures["sz_buffer_hit_rate"] < 1
     assert figures["vectors_checked"] > 10_000
+
+
+def _planted_fails(monkeypatch, tmp_path, tests: str) -> set[str]:
+    """The bench's cocotb tests matching `tests` (a regex) under Icarus on the (mutated) DQB at its first pytest
+    size; the names of those that failed."""
+    monkeypatch.setenv("COCOTB_TEST_FILTER", tests)
+    params = BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0])
+    with pytest.raises((SystemExit, BenchFailed)):
+        run_bench("dqb", "tb.dqb.bench", params, runs=tmp_path, simulator="icarus")
+    results = ET.parse(tmp_path / f"{run_name('dqb', params)}-icarus" / "results.xml")
+    return {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None}
+
+
+@icarus
+def test_response_registers_that_ignore_back_pressure_fail_the_bench(monkeypatch, tmp_path) -> None:
+    """The registers carrying each beat's valid, control and raw data (and each lane's scale) advance every cycle:
+    a stalled response is overwritten. Without stalls nothing differs, so only the back-pressure test fails."""
+    delayed = processing.delayed
+    monkeypatch.setattr(processing, "delayed",
+                        lambda m, advance, value, stages, name: delayed(m, Const(1), value, stages, name))
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|random_traffic_under_back_pressure")
+    assert failed == {"random_traffic_under_back_pressure"}, failed
+
+
+@icarus
+def test_a_zero_point_taken_from_the_next_group_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Each lane reads the zero point one byte further along the S/Z line (the next group's for INT8, two groups
+    on for INT4): every dequantizing read is off, while table misses and untagged reads are not."""
+    class Shifted(processing.DataProcessing):
+        def _select(self, stages, flags, part, beat, read, scale_line, zero_line):
+            return super()._select(stages, flags, part, beat, read, scale_line, zero_line.rotate_right(8))
+    monkeypatch.setattr(rtl_dqb, "DataProcessing", Shifted)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|unusable_entry_is_a_table_miss")
+    assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every written entry is enabled: the disabled decoy at index 0 (the first layer's range, another layer's S/Z)
+    wins over the real entry, so the first layer's dequantized reads are wrong."""
+    class Careless(wiring.Component):
+        def __init__(self, params) -> None:
+            self.inner = request_table.RequestTable(params)
+            super().__init__(dict(self.inner.signature.members.items()))
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.inner = inner = self.inner
+            m.d.comb += [inner.config.valid.eq(self.config.valid), inner.config.payload.eq(self.config.payload),
+                         inner.config.payload.enable.eq(1), self.config.ready.eq(inner.config.ready),
+                         inner.address.eq(self.address), self.match.eq(inner.match)]
+            return m
+    monkeypatch.setattr(sz_requests, "RequestTable", Careless)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|unusable_entry_is_a_table_miss")
+    assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_random_traffic_is_exact_behind_hbm4(monkeypatch, tmp_path) -> None:
+    """Behind the HBM4 pseudo channel (in-order answers, row misses, refresh) the mixed traffic (stores to scale
+    and zero-point lines, unaligned addresses, disabled and overlapping entries) is still exact."""
+    monkeypatch.setenv("COCOTB_TEST_FILTER", "random_traffic_under_back_pressure")
+    params = BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0])
+    figures = run_bench("dqb", "tb.dqb.bench", params, runs=tmp_path, simulator="icarus", memory="hbm4")
+    assert figures["random_reads"] > 500 and figures["random_stores"] > 30, figures

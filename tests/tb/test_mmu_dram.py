@@ -26,3 +26,16 @@ def test_mmu_behind_hbm3(out_of_order: bool, monkeypatch, tmp_path) -> None:
     assert math.ceil(33.125 + 0.375) == math.ceil((HBM3.rcd_rd + HBM3.cl + HBM3.bl) * HBM3.tck_ps / 1e3) == 34
     assert figures["round_trip_cycles_gpu"] - figures["latency_cycles_gpu"] == 34 + 1, figures
     assert (figures["responses_reordered"] > 0) == out_of_order
+
+
+def test_a_request_of_two_bursts_is_answered_after_its_second(monkeypatch, tmp_path) -> None:
+    """64-byte requests (`data_bits=512`, as the full DQB's beats) take two consecutive 32-byte bursts: the path
+    a full-size DQB behind HBM4 would take (tb/dram/controller.py), at a cost of one small MMU build (about 80 s)."""
+    monkeypatch.setenv("COCOTB_TEST_FILTER", "idle_latency|saturated_throughput")
+    figures = run_bench("mmu", "tb.mmu.bench", MMUParams(data_bits=512), runs=tmp_path, memory="hbm3")
+    # Two bursts per request: at most half the one-burst rate, 0.4 requests per MMU cycle.
+    assert figures["requests_per_cycle_saturated"] < 1e3 / (HBM3.tck_ps * HBM3.bl) / 2
+    # The second burst's RD is tCCD_L = 4 tCK after the first (same bank group): its data is done 31 + 4 + 20 + 2 =
+    # 57 tCK = 35.625 ns after the request joins the queue; with at most 0.375 ns of phase, 36 MMU edges.
+    assert math.ceil(35.625 + 0.375) == math.ceil((HBM3.rcd_rd + HBM3.ccd_l + HBM3.cl + HBM3.bl) * HBM3.tck_ps / 1e3)
+    assert figures["round_trip_cycles_gpu"] - figures["latency_cycles_gpu"] == 36 + 1, figures

@@ -6,7 +6,8 @@ shares memory with another server, from the share `SharedMemory` grants it (re-p
 when a co-runner starts or stops). Decoding runs in blocks of iterations priced at once (numpy over the
 growing context) up to the next request that finishes; anything that would change the next iteration (a
 request that could join, a co-runner starting or stopping) cuts the block at the iteration in progress, so
-blocks give the iteration-by-iteration result (to 1e-6: co-runners re-price at block boundaries), only faster. Each server counts what it did for utilization and energy.
+blocks give the iteration-by-iteration result (to 1e-5: co-runners re-price at block boundaries, not as a decode
+block's offered load grows), only faster. Each server counts what it did for utilization and energy.
 """
 from collections import deque
 from collections.abc import Callable

@@ -157,8 +157,11 @@ def test_an_infinitely_fast_hbf_gives_the_hbm_only_result(tmp_path, monkeypatch,
 def test_blocks_of_iterations_give_what_one_iteration_at_a_time_gives(monkeypatch, system, model, prefetch,
                                                                       ambient) -> None:
     """Decode blocks cut to one iteration each: every iteration is then priced, settled and re-prices its
-    co-runner on its own. Token times must agree to the servers' block tolerance (1e-6: DuoPD's MMU shares are
-    re-priced at block boundaries) and the tier's counts exactly. (Without the rule that ends a block where its
+    co-runner on its own. Token times must agree to the servers' block tolerance (1e-5: a co-runner is
+    re-priced at block boundaries, not as decode's offered load grows within a block; with the MMU's shares
+    measured behind HBM4 the GPU's share moves more with the PNM's load, and DuoPD's token times differed by up
+    to 3.4e-6, where the shares measured behind the ideal memory had kept them within 1e-6) and the tier's
+    counts exactly. (Without the rule that ends a block where its
     media traffic changes, token times here differed by 6.5 % (sm-5:5), 229 % (sm-7:3, throttled) and 0.23 %
     (sm-9:1); with it, a randomised search over 100 configurations of system, model, layout, grade, tR, prefetch,
     skew, frame cache, coolant and workload found no difference.)"""
@@ -170,11 +173,11 @@ def test_blocks_of_iterations_give_what_one_iteration_at_a_time_gives(monkeypatc
     monkeypatch.setattr(servers, "decode_work", lambda sequences, context: whole(sequences, np.asarray(context)[:1]))
     single = run()
     for ours, theirs in zip(blocks.requests, single.requests):
-        assert ours.token_times == pytest.approx(theirs.token_times, rel=1e-6)
+        assert ours.token_times == pytest.approx(theirs.token_times, rel=1e-5)
     keys = ("accesses", "frame_cache_hits", "media_page_reads", "media_page_reads_waited")
     assert [blocks.summary["hbf"][k] for k in keys] == [single.summary["hbf"][k] for k in keys]
     assert blocks.summary["hbf"]["max_temperature_c"] == pytest.approx(single.summary["hbf"]["max_temperature_c"],
-                                                                       abs=1e-5)
+                                                                       abs=1e-4)  # the token times' 1e-5, in °C
 
 
 def test_a_block_cut_by_an_arriving_request_ends_at_its_cut() -> None:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from rtl.pnm_top import dot, elementwise, top
+from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench, run_name
@@ -22,7 +23,7 @@ def test_bench(block_name: str, config: dict) -> None:
     params, figures = measure(block_name, config)
     stated = BLOCKS[block_name].build(params)
     assert (figures["latency_cycles"], figures["initiation_interval"]) == (stated.latency, 1)
-    assert figures["layer_programs"] == 4 and figures["stop_programs"] == 5
+    assert figures["layer_programs"] == 7 and figures["stop_programs"] == 5
     rows = params.mmu_params().max_tensor_bytes // params.row_bytes
     # A LOAD or STORE moves one row per cycle once started: 3/4 of the rows more cost 3/4 of the rows more cycles.
     for kind in ("load", "store"):
@@ -38,6 +39,14 @@ def test_bench(block_name: str, config: dict) -> None:
     assert scores[1] - scores[0] == params.lanes * 6 * sublanes
     # Element-wise VOPs read a and b through one 32-bit port: two cycles per element at this size.
     assert figures["vop_n64_cycles"] - figures["vop_n16_cycles"] == 2 * 48
+    # Per vector, SOFTMAX reads the scores three times (max, P, sum), NORM its rows five times (a twice for the
+    # squares, a once, d and the gains once each), MERGE four (c, d, then d and c): one row per cycle.
+    width = params.row_bytes // 4
+    for name, size, reads in (("softmax", "n", 3), ("norm", "n", 5), ("merge", "k", 4)):
+        one = {n: figures[f"{name}_m1_{size}{n * width}_cycles"] for n in (4, 16, 64)}
+        assert one[64] - one[16] == one[16] - one[4] + 36 * reads == 48 * reads, (name, one)
+        # Vector after vector: a second one costs what the first did, and only the command's last cycle is shared.
+        assert figures[f"{name}_m2_{size}{16 * width}_cycles"] - one[16] == one[16] - 1, name
 
 
 def _planted_fails(monkeypatch, tmp_path, module, name: str, change) -> None:
@@ -74,6 +83,16 @@ def test_a_vector_op_that_drops_its_second_operand_fails_the_bench(monkeypatch, 
     def change(self, m):
         for k in range(self.params.vector_params().width):
             m.d.comb += self.beat.payload.lanes[k].b.eq(0)
+    _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
+
+
+@icarus
+def test_a_scalar_step_that_drops_its_fourth_operand_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """SOFTMAX's scalar beat (the state update) takes d = +0: the sum of P is lost, l' = l·α."""
+    def change(self, m):
+        for k in range(self.params.vector_params().width):
+            with m.If(self.beat.payload.op == Op.SOFTMAX):
+                m.d.comb += self.beat.payload.lanes[k].d.eq(0)
     _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
 
 

@@ -126,8 +126,9 @@ class ElementwiseSequencer(wiring.Component):
     A VOP d a b n m or ACT d a n m runs over the m·n FP32 elements as ⌈m·n / W⌉ rows of W = `row_bytes / 4`
     elements: row q of a (and, for VOP, of b) is read and goes through the vector unit as one beat (VOP:
     op(a, b); ACT: op(a, +0)). Without a reduction the beat's r0s are written to row q of d, the last row only up
-    to element m·n. A VOP with `broadcast` takes b[j] for every element of vector j; with a reduction, vector j's
-    beats fold (`last` on its final beat) and the one result goes to d[j]. Both need n to be a multiple of W, so
+    to element m·n (with VOP's `narrow`, as FP16 to half q mod 2 of row q / 2). A VOP with `broadcast` takes
+    b[j] for every element of vector j; with a reduction, vector j's beats fold (`last` on its final beat) and
+    the one result goes to d[j]. Both need n to be a multiple of W, so
     that no beat holds two vectors. SOFTMAX, NORM and MERGE run their `SCHEDULES` vector after vector, and need
     their vectors (n, or k for MERGE) to be whole rows. `refused` is high in the cycle any other vector command
     is taken: it completes at once and writes nothing. FP16 results pass through `FP32Narrow` (nearest even)."""
@@ -155,7 +156,7 @@ class ElementwiseSequencer(wiring.Component):
         cmd = self.command.payload
         kind, operands = Signal.like(cmd.kind), [Signal.like(cmd.d) for _ in OPERANDS]
         id_, cmd_n, cmd_m = Signal.like(cmd.id), Signal.like(cmd.n), Signal.like(cmd.m)
-        op, reduce, broadcast = Signal(Op), Signal(Reduce), Signal()
+        op, reduce, broadcast, narrowing = Signal(Op), Signal(Reduce), Signal(), Signal()
         x = Array(Signal(32, name=f"x{k}") for k in range(4))
         step, j, head = Signal(range(max(len(s) for s in SCHEDULES.values()) + 1)), Signal(8), Signal(24)
         length = Signal(16)               # elements of one vector (n, or k for MERGE)
@@ -170,7 +171,8 @@ class ElementwiseSequencer(wiring.Component):
             m.d.comb += [s["kind"].eq(Kind.VECTOR), s["op"].eq(op), s["reduce"].eq(reduce), s["a"].eq(0),
                          s["source"].eq(Mux(kind == VectorKind.ACT, Source.ZERO,
                                             Mux(broadcast, Source.ELEMENT, Source.ROWS))),
-                         s["b"].eq(1), s["target"].eq(Mux(reduce == Reduce.NONE, Target.ROWS, Target.ELEMENTS)),
+                         s["b"].eq(1), s["target"].eq(Mux(reduce != Reduce.NONE, Target.ELEMENTS,
+                                                          Mux(narrowing, Target.HALVES, Target.ROWS))),
                          s["to"].eq(3), s["last"].eq(1)]
         for command_kind, schedule in SCHEDULES.items():
             for index, st in enumerate(schedule):
@@ -234,7 +236,8 @@ class ElementwiseSequencer(wiring.Component):
                 m.d.sync += [kind.eq(cmd.kind), *(r.eq(getattr(cmd, name)) for r, name in zip(operands, OPERANDS)),
                              id_.eq(cmd.id), cmd_n.eq(cmd.n), cmd_m.eq(cmd.m),
                              op.eq(cmd.op), reduce.eq(Mux(vop, cmd.reduce, Reduce.NONE)),
-                             broadcast.eq(vop & cmd.broadcast), flat.eq(vop | (cmd.kind == VectorKind.ACT)),
+                             broadcast.eq(vop & cmd.broadcast), narrowing.eq(vop & cmd.narrow),
+                             flat.eq(vop | (cmd.kind == VectorKind.ACT)),
                              length.eq(Mux(cmd.kind == VectorKind.MERGE, cmd.k, cmd.n)),
                              step.eq(0), j.eq(0), head.eq(0),
                              state.eq(Mux(runnable, State.SETUP, State.DONE))]
@@ -311,7 +314,7 @@ class ElementwiseSequencer(wiring.Component):
             written = Signal()
             with m.If(halves):   # r0s → FP32Narrow → half a row of FP16
                 fp16 = Cat(unit.o.payload for unit in narrow)
-                half_mask = Const((1 << FP16_BYTES * width) - 1, FP16_BYTES * width)
+                half_mask = Cat((remaining > k).replicate(FP16_BYTES) for k in range(width))
                 m.d.comb += [self.results.ready.eq(narrow[0].i.ready), self.wr.valid.eq(narrow[0].o.valid),
                              self.wr.payload.row.eq(d_row + (half_q >> 1)),
                              self.wr.payload.data.eq(fp16.replicate(2)),

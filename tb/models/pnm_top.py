@@ -161,8 +161,8 @@ def merge(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
 
 def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     """VOP: d[j][i] = op(a[j][i], b[j][i]), or op(a[j][i], b[j]) with broadcast; with a reduction d[j] is vector
-    j's r0s folded as the vector unit folds them (a tree over each beat's lanes, then beat after beat). ACT:
-    d[j][i] = op(a[j][i], +0)."""
+    j's r0s folded as the vector unit folds them (a tree over each beat's lanes, then beat after beat); with
+    `narrow` the results are written as FP16 (nearest even). ACT: d[j][i] = op(a[j][i], +0)."""
     m, n, width = fields["m"], fields["n"], shape.row_bytes // 4
     count = m * n
     a = _fp32(buffer, fields["a"], shape.row_bytes, count)
@@ -174,8 +174,11 @@ def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
         b = _fp32(buffer, fields["b"], shape.row_bytes, count)
     zero = np.zeros(count, np.uint32)
     if fields["kind"] != VOP or not fields["reduce"]:
-        _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = vector_model.elementwise(fields["op"], a, b, zero,
-                                                                                          zero)[0]
+        results = vector_model.elementwise(fields["op"], a, b, zero, zero)[0]
+        if fields["kind"] == VOP and fields["narrow"]:   # FP16 results, nearest even
+            _fp16(buffer, fields["d"], shape.row_bytes, count)[:] = fp.narrow(results, "fp16", "nearest_even")
+        else:
+            _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = results
         return
     beats = [vector_model.Beat(fields["op"], fields["reduce"], int((q + 1) % (n // width) == 0),
                                np.stack([a[q * width:(q + 1) * width], b[q * width:(q + 1) * width],

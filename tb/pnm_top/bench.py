@@ -102,7 +102,8 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, redu
 def online_program(h: Harness, m: int, n: int, k: int) -> list[Instruction]:
     """The vector unit's multi-step commands: two online-softmax steps over two blocks of n scores per head (from
     the empty state), RMSNorm of m vectors of n, and the FlashDecoding merge of two partials of k per head; every
-    state, P (FP16), α, output and the merge's scratch stored."""
+    state, P (FP16), α, output and the merge's scratch stored. And a GEMV of normalised activations: NORM of one
+    tile's length, converted to FP16 (VOP MAX(x, x) with `narrow`), times three weight rows."""
     rows = Rows(h)
     empty = np.tile(np.array([-np.inf, 0], np.float32), m)
     partials = [np.stack([h.fp32(m), np.abs(h.fp32(m)) + 0.5], axis=1).reshape(-1) for _ in range(2)]
@@ -121,15 +122,26 @@ def online_program(h: Harness, m: int, n: int, k: int) -> list[Instruction]:
     p = [rows.take(2 * m * n) for _ in range(2)]
     alpha = [rows.take(4 * m) for _ in range(2)]
     y = rows.take(4 * m * n)
+    heads, tile = min(m, h.params.lanes), h.params.width
+    x_tile, gains_tile = operand(h.fp32(heads, tile)), operand(h.fp32(tile))
+    constants_tile, weights = operand(np.array([1 / tile, 1e-5], np.float32)), operand(h.fp16(3, tile))
+    normed, normed16, projected = rows.take(4 * heads * tile), rows.take(2 * heads * tile), rows.take(12 * heads)
     program += [BARRIER,
                 Instruction(Opcode.SOFTMAX.value, d=state, a=scores[0], b=p[0], c=alpha[0], n=n, m=m),
                 Instruction(Opcode.NORM.value, d=y, a=x, b=gains, c=constants, n=n, m=m),
                 Instruction(Opcode.MERGE.value, d=o1, a=first, b=second, c=o2, k=k, m=m),
                 BARRIER,
                 Instruction(Opcode.SOFTMAX.value, d=state, a=scores[1], b=p[1], c=alpha[1], n=n, m=m),
+                Instruction(Opcode.NORM.value, d=normed, a=x_tile, b=gains_tile, c=constants_tile, n=tile, m=heads),
+                BARRIER,
+                Instruction(Opcode.VOP.value, func=vop_func(Op.MAX, narrow=True), d=normed16, a=normed, b=normed,
+                            n=tile, m=heads),
+                BARRIER,
+                Instruction(Opcode.GEMV.value, d=projected, a=normed16, b=weights, n=3, k=tile, m=heads),
                 BARRIER]
     stores = [(state, 8 * m), (p[0], 2 * m * n), (p[1], 2 * m * n), (alpha[0], 4 * m), (alpha[1], 4 * m),
-              (y, 4 * m * n), (o1, 4 * m * k), (o2, 4 * m * k), (first, 8 * m)]
+              (y, 4 * m * n), (o1, 4 * m * k), (o2, 4 * m * k), (first, 8 * m), (normed16, 2 * heads * tile),
+              (projected, 12 * heads)]
     for k_, (row, size) in enumerate(stores):
         program += h.store(row, OUTPUTS + 0x400 * k_, size)
     return program + [DONE]
@@ -200,6 +212,8 @@ async def timing(dut):
         figures[f"vop_n{n}_cycles"] = await _cycles(h, [vop])
         folded = Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, Reduce.SUM), d=d, a=x_row, b=x_row, n=n, m=1)
         figures[f"vop_sum_n{n}_cycles"] = await _cycles(h, [folded])
+        narrowed = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD, narrow=True), d=d, a=x_row, b=w_row, n=n, m=1)
+        figures[f"vop_narrow_n{n}_cycles"] = await _cycles(h, [narrowed])
     width = p.row_bytes // 4
     for m, n in ((1, 4), (1, 16), (1, 64), (2, 16)):
         n *= width

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from rtl.fp.convert import FP32NarrowParams
 from rtl.pnm_top import dot, elementwise, top
 from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
@@ -39,6 +40,8 @@ def test_bench(block_name: str, config: dict) -> None:
     assert scores[1] - scores[0] == params.lanes * 6 * sublanes
     # Element-wise VOPs read a and b through one 32-bit port: two cycles per element at this size.
     assert figures["vop_n64_cycles"] - figures["vop_n16_cycles"] == 2 * 48
+    # `narrow` adds the FP32Narrow's two stages and nothing per element.
+    assert all(figures[f"vop_narrow_n{n}_cycles"] - figures[f"vop_n{n}_cycles"] == 2 for n in (4, 16, 64))
     # Per vector, SOFTMAX reads the scores three times (max, P, sum), NORM its rows five times (a twice for the
     # squares, a once, d and the gains once each), MERGE four (c, d, then d and c): one row per cycle.
     width = params.row_bytes // 4
@@ -61,6 +64,10 @@ def _planted_fails(monkeypatch, tmp_path, module, name: str, change) -> None:
             return m
 
     monkeypatch.setattr(top, name, Planted)
+    _only_programs_fail(monkeypatch, tmp_path)
+
+
+def _only_programs_fail(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
     params = BLOCKS["pnm"].params(**BENCHES["pnm"].configs[0])
     with pytest.raises((SystemExit, BenchFailed)):
@@ -94,6 +101,14 @@ def test_a_scalar_step_that_drops_its_fourth_operand_fails_the_bench(monkeypatch
             with m.If(self.beat.payload.op == Op.SOFTMAX):
                 m.d.comb += self.beat.payload.lanes[k].d.eq(0)
     _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
+
+
+@icarus
+def test_a_narrowing_that_rounds_toward_zero_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """FP16 results (SOFTMAX's P, VOP's `narrow`) rounded toward zero instead of to nearest even."""
+    monkeypatch.setattr(elementwise, "FP32NarrowParams",
+                        lambda **_: FP32NarrowParams(target="fp16", rounding="toward_zero_ftz"))
+    _only_programs_fail(monkeypatch, tmp_path)
 
 
 @icarus

@@ -74,12 +74,26 @@ def test_elementwise_ops() -> None:
     _put(buffer, 0, np.array([1.5, -2, 3], np.float32))
     _put(buffer, 4, np.array([0.5, 4, -1], np.float32))
     model.elementwise(buffer, {"kind": model.VOP, "op": Op.ADD.value, "d": 8, "a": 0, "b": 4, "n": 3, "m": 1,
-                                "reduce": 0, "broadcast": 0}, SHAPE)
+                                "reduce": 0, "broadcast": 0, "narrow": 0}, SHAPE)
     assert _get32(buffer, 8, 3).tolist() == [2.0, 2.0, 2.0]
     model.elementwise(buffer, {"kind": model.ACT, "op": Op.SILU.value, "d": 12, "a": 0, "b": 4, "n": 3, "m": 1},
                       SHAPE)
     exact = [x / (1 + np.exp(-x)) for x in (1.5, -2, 3)]
     assert np.allclose(_get32(buffer, 12, 3), exact, rtol=1e-6)
+
+
+def test_narrow_writes_fp16_nearest_even() -> None:
+    """VOP MAX(x, x) with `narrow`: 1.5 exact; 1 + 2⁻¹¹ halfway between FP16 1 and 1 + 2⁻¹⁰ → 1 (even); 1 + 3·2⁻¹¹
+    halfway → 1 + 2⁻⁹ (even); 65,520 (halfway above the largest FP16) → inf; 2⁻²⁵ + 2⁻³⁰ → the smallest subnormal.
+    The FP16 results are packed from byte 0 of d: 5 × 2 bytes, the rest of the last row untouched."""
+    buffer = _buffer()
+    values = np.array([1.5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 65520, 2 ** -25 + 2 ** -30], np.float32)
+    _put(buffer, 0, values)
+    buffer[32:44] = 0xEE
+    model.elementwise(buffer, {"kind": model.VOP, "op": Op.MAX.value, "d": 8, "a": 0, "b": 0, "n": 5, "m": 1,
+                               "reduce": 0, "broadcast": 0, "narrow": 1}, SHAPE)
+    assert buffer[32:42].view(np.float16).tolist() == [1.5, 1, 1 + 2 ** -9, np.inf, 2 ** -24]
+    assert (buffer[42:44] == 0xEE).all()
 
 
 def test_broadcast_and_reductions() -> None:
@@ -88,7 +102,8 @@ def test_broadcast_and_reductions() -> None:
     buffer = np.zeros(256, np.uint8)
     buffer[0:32] = np.frombuffer(np.array([1, 2, 3, 4, 5, 6, 7, 8], np.float32).tobytes(), np.uint8)
     buffer[32:40] = np.frombuffer(np.array([2, -1], np.float32).tobytes(), np.uint8)
-    vop = {"kind": model.VOP, "op": Op.MUL.value, "d": 8, "a": 0, "b": 4, "n": 4, "m": 2, "broadcast": 1}
+    vop = {"kind": model.VOP, "op": Op.MUL.value, "d": 8, "a": 0, "b": 4, "n": 4, "m": 2, "broadcast": 1,
+           "narrow": 0}
     model.elementwise(buffer, vop | {"reduce": 0}, two)
     assert buffer[64:96].view(np.float32).tolist() == [2, 4, 6, 8, -5, -6, -7, -8]
     model.elementwise(buffer, vop | {"reduce": 1, "d": 12}, two)

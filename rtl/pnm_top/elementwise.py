@@ -3,7 +3,7 @@
 are schedules of steps per vector (`SCHEDULES`), every arithmetic step an op of the vector unit."""
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -119,6 +119,21 @@ SCHEDULES = {
 }
 
 
+def _pick(index, values):
+    """values[index] as a chain of Muxes (an `Array` becomes a case statement Verilator finds incomplete)."""
+    out, index = values[0], Value.cast(index)
+    for k, value in enumerate(values[1:], 1):
+        out = Mux(index == k, value, out)
+    return out
+
+
+def _write(m: Module, registers: list, index, value) -> None:
+    """registers[index] ← value at the clock edge (an If per register, for the reason `_pick` gives)."""
+    for k, register in enumerate(registers):
+        with m.If(index == k):
+            m.d.sync += register.eq(value)
+
+
 class ElementwiseSequencer(wiring.Component):
     """Ports: `command` → `done` (the controller's vector command and completion); `rd` → `rdata` and `wr` (the
     buffer's vector-unit ports; `wr` through the top's write arbiter); `beat` → `results` (the vector unit).
@@ -157,7 +172,7 @@ class ElementwiseSequencer(wiring.Component):
         kind, operands = Signal.like(cmd.kind), [Signal.like(cmd.d) for _ in OPERANDS]
         id_, cmd_n, cmd_m = Signal.like(cmd.id), Signal.like(cmd.n), Signal.like(cmd.m)
         op, reduce, broadcast, narrowing = Signal(Op), Signal(Reduce), Signal(), Signal()
-        x = Array(Signal(32, name=f"x{k}") for k in range(4))
+        x = [Signal(32, name=f"x{k}") for k in range(4)]
         step, j, head = Signal(range(max(len(s) for s in SCHEDULES.values()) + 1)), Signal(8), Signal(24)
         length = Signal(16)               # elements of one vector (n, or k for MERGE)
         flat = Signal()                   # VOP/ACT: one pass over all m·n elements
@@ -185,9 +200,8 @@ class ElementwiseSequencer(wiring.Component):
                                  s["target"].eq(st.target),
                                  s["to"].eq(st.to if isinstance(st.to, int) else OPERANDS.index(st.to)),
                                  s["last"].eq(index == len(schedule) - 1)]
-        operand = Array(operands)
-        element = Array([j << 1, (j << 1) + 1, j, Const(0, 9), Const(1, 9)])[s["element"]]
-        element_row = operand[s["a"]] + (element >> lane_bits)
+        element = _pick(s["element"], [j << 1, (j << 1) + 1, j, Const(0, 9), Const(1, 9)])
+        element_row = _pick(s["a"], operands) + (element >> lane_bits)
         slot = element[:lane_bits] if lane_bits else Const(0)
 
         vop = cmd.kind == VectorKind.VOP
@@ -251,24 +265,25 @@ class ElementwiseSequencer(wiring.Component):
                 outputs.eq(Mux(flat, Mux(reducing, cmd_m, flat_rows),
                                Mux(s["target"] == Target.REGISTER, 1, vector_rows))),
                 per_vector.eq(Mux(flat, cmd_n >> lane_bits, vector_rows)),
-                a_row.eq(operand[s["a"]] + head), b_row.eq(operand[s["b"]] + Mux(s["shared"], 0, head)),
-                d_row.eq(operand[s["to"]] + Mux(s["target"] == Target.HALVES, 0, head)), half_q.eq(head),
+                a_row.eq(_pick(s["a"], operands) + head),
+                b_row.eq(_pick(s["b"], operands) + Mux(s["shared"], 0, head)),
+                d_row.eq(_pick(s["to"], operands) + Mux(s["target"] == Target.HALVES, 0, head)), half_q.eq(head),
                 source.eq(s["source"]), target.eq(s["target"]), to_reg.eq(s["to"]), b_reg.eq(s["register"]),
                 op.eq(s["op"]), reduce.eq(s["reduce"]),
                 rq_q.eq(0), rs_q.eq(0), wr_q.eq(0), rq_s.eq(0), rs_s.eq(0),
                 rq_j.eq(0), rq_t.eq(0), rs_j.eq(0), rs_t.eq(0), asked.eq(0), sent.eq(0)]
-            m.d.sync += state.eq(Array([State.FETCH, State.PUT, State.SCALAR, State.RUN])[s["kind"]])
+            m.d.sync += state.eq(_pick(s["kind"], [State.FETCH, State.PUT, State.SCALAR, State.RUN]))
         with m.Elif(state == State.FETCH):
             m.d.comb += [self.rd.valid.eq(~asked), self.rd.payload.row.eq(element_row), self.rdata.ready.eq(1)]
             with m.If(self.rd.valid & self.rd.ready):
                 m.d.sync += asked.eq(1)
             with m.If(self.rdata.valid):
-                m.d.sync += x[s["register"]].eq(self.rdata.payload.data.word_select(slot, 32) if lane_bits
-                                                else self.rdata.payload.data)
+                _write(m, x, s["register"], self.rdata.payload.data.word_select(slot, 32) if lane_bits
+                       else self.rdata.payload.data)
                 next_step()
         with m.Elif(state == State.PUT):
             m.d.comb += [self.wr.valid.eq(1), self.wr.payload.row.eq(element_row),
-                         self.wr.payload.data.eq(x[s["register"]].replicate(width)),
+                         self.wr.payload.data.eq(_pick(s["register"], x).replicate(width)),
                          self.wr.payload.mask.eq(Cat((slot == k).replicate(FP32_BYTES) for k in range(width)))]
             with m.If(self.wr.ready):
                 next_step()
@@ -281,7 +296,7 @@ class ElementwiseSequencer(wiring.Component):
                 with m.If(s["all"]):
                     m.d.sync += [x[k].eq(getattr(lane, f"r{k}")) for k in range(4)]
                 with m.Else():
-                    m.d.sync += x[s["register"]].eq(lane.r0)
+                    _write(m, x, s["register"], lane.r0)
                 next_step()
         with m.Elif(state == State.RUN):
             b_at = Mux(source == Source.ELEMENT, b_row + (rq_j >> lane_bits), b_row + rq_q)
@@ -326,7 +341,7 @@ class ElementwiseSequencer(wiring.Component):
             with m.Elif(target == Target.REGISTER):
                 m.d.comb += self.results.ready.eq(1)
                 with m.If(self.results.valid):
-                    m.d.sync += x[to_reg].eq(lanes[0].r0)
+                    _write(m, x, to_reg, lanes[0].r0)
                 m.d.comb += written.eq(self.results.valid)
             with m.Else():
                 element_target = target == Target.ELEMENTS
@@ -357,9 +372,9 @@ class ElementwiseSequencer(wiring.Component):
         with m.If(state == State.RUN):
             m.d.comb += self.beat.valid.eq(beat_full)
         for k in range(width):
-            lane_b = Mux(source == Source.REGISTER, x[b_reg], Mux(two, b_data[32 * k:32 * (k + 1)], 0))
-            m.d.comb += [beat.lanes[k].a.eq(Mux(scalar_beat, x[s["ra"]], a_data[32 * k:32 * (k + 1)])),
-                         beat.lanes[k].b.eq(Mux(scalar_beat, x[s["rb"]], lane_b)),
+            lane_b = Mux(source == Source.REGISTER, _pick(b_reg, x), Mux(two, b_data[32 * k:32 * (k + 1)], 0))
+            m.d.comb += [beat.lanes[k].a.eq(Mux(scalar_beat, _pick(s["ra"], x), a_data[32 * k:32 * (k + 1)])),
+                         beat.lanes[k].b.eq(Mux(scalar_beat, _pick(s["rb"], x), lane_b)),
                          beat.lanes[k].c.eq(Mux(scalar_beat, x[2], 0)),
                          beat.lanes[k].d.eq(Mux(scalar_beat, x[3], 0))]
         return m

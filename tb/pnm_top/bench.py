@@ -13,6 +13,7 @@ from rtl.registry import BLOCKS
 from .. import bench
 from ..models import pnm_controller as control
 from ..models import pnm_top as model
+from . import decode
 from .harness import PROTECTED, Harness
 
 BARRIER, DONE = Instruction(Opcode.BARRIER.value), Instruction(Opcode.DONE.value)
@@ -278,3 +279,20 @@ async def reset_mid_program(dut):
     await h.run(program)
     assert h.start_probe.cycles[-1] > words_start
     _record(h)
+
+
+@cocotb.test()
+async def decode_attention(dut):
+    """The start of the decode-layer proof (`tb.pnm_top.decode`): one GQA group's attention for a decode token,
+    from its program, under memory back-pressure; the output stored and compared with the model byte for byte.
+    At the bench's size only (4-byte rows, lanes of 8): the program is written for it."""
+    h = Harness(dut, seed=6)
+    await bench.start(dut)
+    p = h.params
+    if (p.row_bytes, p.width) != (decode.ROW, decode.TILE) or p.lanes < decode.HEADS:
+        return
+    h.surroundings(0.3, (2, 30))
+    attention = decode.attention(np.random.default_rng(16), h.put, INPUTS, p.mmu_params().max_tensor_bytes)
+    result = await h.run([*attention.program, *h.store(attention.out_row, OUTPUTS, 4 * decode.HEADS * decode.HEAD_DIM),
+                          DONE])
+    assert result["status"]["unit_error"] == model.UNIT_NONE

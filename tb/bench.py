@@ -161,21 +161,17 @@ class HandshakeProbe(CycleCounter):
 
 class HeldUntilTaken(CycleCounter):
     """Checks the stream rule a DUT's output port must keep whatever happens inside it (an error, a flush): once
-    `valid` is high it stays high, with the same payload, until the transfer or a reset. `broken` lists each cycle
-    it did not."""
+    `valid` is high it stays high, with the same payload, until the transfer. `broken` lists each cycle it did not."""
 
     def __init__(self, dut, port: str) -> None:
         self.port = port
         self.valid, self.ready = getattr(dut, f"{port}__valid"), getattr(dut, f"{port}__ready")
-        self.payload, self.rst = getattr(dut, f"{port}__payload"), dut.rst
+        self.payload = getattr(dut, f"{port}__payload")
         self.waiting: int | None = None  # the payload offered and not taken in the last cycle
         self.broken: list[str] = []
         super().__init__(dut.clk)
 
     def sample(self) -> None:
-        if self.rst.value == 1:   # a reset empties the port: an offer it cut short is owed to nobody
-            self.waiting = None
-            return
         valid = self.valid.value == 1
         if self.waiting is not None and (not valid or int(self.payload.value) != self.waiting):
             self.broken.append(f"{self.port} at cycle {self.now}: offered {self.waiting:#x}, then "

@@ -131,4 +131,5 @@ class PNMController(wiring.Component):
             m.d.comb += [command.kind.eq(r.opcode[:len(command.kind.as_value())]), command.id.eq(id_)]
             m.d.comb += [getattr(command, f).eq(getattr(r, f)) for f in (*rows, "n", "k", "m")]
         vector = self.vector_cmd.payload
-        m.d.comb += [vector.op.eq(func.op), vector.reduce.eq(func.reduce), vector.broadcast.eq(func.broadcast)]
+        m.d.comb += [vector.op.eq(func.op), vector.reduce.eq(func.reduce), vector.broadcast.eq(func.broadcast),
+                     vector.narrow.eq(func.narrow)]

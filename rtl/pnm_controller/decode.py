@@ -29,8 +29,8 @@ def _unused_nonzero(r, kind: Kind) -> Value:
                if name not in kind.operands and not (kind.address and name != "d")]
     if kind.func is None:
         fields.append(r.func)
-    else:
-        fields.append(data.View(VOP_FUNC if kind.func == "vop" else ACT_FUNC, r.func).reserved)
+    elif kind.func == "act":   # every bit of VOP's func has a meaning
+        fields.append(data.View(ACT_FUNC, r.func).reserved)
     return _any_nonzero(fields)
 
 
@@ -40,6 +40,7 @@ def _illegal(p: ControllerParams, r, address, kind: Kind) -> Value:
     if kind.func == "vop":
         func = data.View(VOP_FUNC, r.func)
         bad |= ~Cat(*(func.op == op for op in VOP_OPS)).any() | ~Cat(*(func.reduce == mode for mode in Reduce)).any()
+        bad |= func.narrow & (func.reduce != Reduce.NONE)
     elif kind.func == "act":
         bad |= ~Cat(*(data.View(ACT_FUNC, r.func).op == op for op in ACT_OPS)).any()
     if kind.address:
@@ -60,6 +61,13 @@ def _inner(r, operand: Operand) -> Value | int:
     if operand.scalar_if == "broadcast":
         return Mux(func.broadcast, 1, _count(r, operand.inner))
     return _count(r, operand.inner)
+
+
+def _shift(r, operand: Operand) -> Value | int:
+    """log2 of the operand's element bytes; VOP's result is FP16 with `narrow`."""
+    if operand.half_if == "narrow":
+        return Mux(data.View(VOP_FUNC, r.func).narrow, exact_log2(2), exact_log2(operand.element_bytes))
+    return exact_log2(operand.element_bytes)
 
 
 def _select(terms) -> Value:
@@ -105,7 +113,7 @@ class Decode(wiring.Component):
             used[f] = _select((hit, 1) for hit, _ in shapes)
             outer[f] = _select((hit, _count(r, operand.outer)) for hit, operand in shapes)
             inner[f] = _select((hit, _inner(r, operand)) for hit, operand in shapes)
-            shift[f] = _select((hit, exact_log2(operand.element_bytes)) for hit, operand in shapes)
+            shift[f] = _select((hit, _shift(r, operand)) for hit, operand in shapes)
         early = Signal(ErrorCode)
         with m.If(self.i.payload.pc[p.pc_bits]):
             m.d.comb += early.eq(ErrorCode.END)

@@ -76,8 +76,8 @@ R_FORMAT = data.StructLayout({**_COMMON, "a": unsigned(ROW_FIELD_BITS), "b": uns
 ADDRESS_BITS = 48
 M_FORMAT = data.StructLayout({**_COMMON, "address": unsigned(ADDRESS_BITS)})
 INSTRUCTION = data.UnionLayout({"r": R_FORMAT, "mem": M_FORMAT})
-# `func` of VOP (the vector unit's op and reduce, and whether b is one scalar per vector) and of ACT.
-VOP_FUNC = data.StructLayout({"op": Op, "reduce": Reduce, "broadcast": 1, "reserved": 1})
+# `func` of VOP (the vector unit's op and reduce, whether b is one scalar per vector, whether d is FP16) and of ACT.
+VOP_FUNC = data.StructLayout({"op": Op, "reduce": Reduce, "broadcast": 1, "narrow": 1})
 ACT_FUNC = data.StructLayout({"op": Op, "reserved": 4})
 VOP_OPS = tuple(op for op in Op if op.value < Op.SOFTMAX.value)  # SOFTMAX and MERGE have their own opcodes
 ACT_OPS = (Op.SILU, Op.GELU)
@@ -88,11 +88,13 @@ assert INSTRUCTION.size == WORD_BITS
 class Operand:
     """A buffer operand of `outer` × `inner` elements of `element_bytes` each, contiguous from its row; a count
     is a field name or a literal. `scalar_if` (VOP only): the func bit that makes the operand one element per
-    vector (`reduce` for the result, `broadcast` for b)."""
+    vector (`reduce` for the result, `broadcast` for b). `half_if` (VOP only): the func bit that makes the
+    elements FP16 (`narrow` for the result)."""
     outer: str
     inner: str
     element_bytes: int
     scalar_if: str | None = None
+    half_if: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,8 @@ KINDS: dict[Opcode, Kind] = {
     # rescale factors c (one per head).
     Opcode.SOFTMAX: Kind("nm", {"d": Operand("m", "2", FP32), "a": Operand("m", "n", FP32),
                                 "b": Operand("m", "n", FP16), "c": Operand("m", "1", FP32)}),
-    Opcode.VOP: Kind("nm", {"d": Operand("m", "n", FP32, scalar_if="reduce"), "a": Operand("m", "n", FP32),
+    Opcode.VOP: Kind("nm", {"d": Operand("m", "n", FP32, scalar_if="reduce", half_if="narrow"),
+                            "a": Operand("m", "n", FP32),
                             "b": Operand("m", "n", FP32, scalar_if="broadcast")}, func="vop"),
     # RMSNorm of m vectors of n: d = a · rsqrt(mean(a²) + ε) · b (gains); c holds the FP32 constants 1/n, ε.
     Opcode.NORM: Kind("nm", {"d": Operand("m", "n", FP32), "a": Operand("m", "n", FP32),
@@ -175,8 +178,9 @@ def _pack(layout: data.StructLayout, values: dict[str, int], offset: int = 0) ->
     return word
 
 
-def vop_func(op: Op, reduce: Reduce = Reduce.NONE, broadcast: bool = False) -> int:
-    return int(VOP_FUNC.const({"op": op, "reduce": reduce, "broadcast": int(broadcast)}).as_bits())
+def vop_func(op: Op, reduce: Reduce = Reduce.NONE, broadcast: bool = False, narrow: bool = False) -> int:
+    return int(VOP_FUNC.const({"op": op, "reduce": reduce, "broadcast": int(broadcast),
+                               "narrow": int(narrow)}).as_bits())
 
 
 def act_func(op: Op) -> int:
@@ -192,7 +196,7 @@ def decode_fields(word: int) -> Instruction:
 
 
 # One line per instruction: `MNEMONIC field=value ...` (decimal or 0x hex); VOP and ACT take `op=` an `Op` name
-# and VOP also `reduce=` a `Reduce` name and `broadcast=0/1`; `#` starts a comment.
+# and VOP also `reduce=` a `Reduce` name, `broadcast=0/1` and `narrow=0/1`; `#` starts a comment.
 _TOKEN = re.compile(r"(\w+)=(\S+)")
 
 
@@ -226,7 +230,7 @@ def _instruction(opcode: Opcode, args: dict[str, str]) -> Instruction:
         raise ValueError(f"{opcode.name} needs op=")
     if opcode == Opcode.VOP:
         func = vop_func(_name(Op, args.pop("op"), "vector op"), _name(Reduce, args.pop("reduce", "NONE"), "reduce"),
-                        bool(int(args.pop("broadcast", "0"))))
+                        bool(int(args.pop("broadcast", "0"))), bool(int(args.pop("narrow", "0"))))
     elif opcode == Opcode.ACT:
         func = act_func(_name(Op, args.pop("op"), "vector op"))
     known = {f.name for f in fields(Instruction)} - {"opcode", "func"}
@@ -243,10 +247,12 @@ def disassemble(word: int) -> str:
     opcode = Opcode(fields_.opcode)
     parts, func = [opcode.name], fields_.func
     ops = {op.value: op.name for op in Op}
-    if opcode in (Opcode.VOP, Opcode.ACT) and func & 0xF in ops and not func & (0x80 if opcode == Opcode.VOP else 0xF0):
+    if opcode in (Opcode.VOP, Opcode.ACT) and func & 0xF in ops and not func & (0 if opcode == Opcode.VOP else 0xF0) \
+            and (opcode == Opcode.ACT or (func >> 4) & 3 in {r.value for r in Reduce}):
         parts.append(f"op={ops[func & 0xF]}")
         if opcode == Opcode.VOP:
-            parts += [f"reduce={Reduce((func >> 4) & 3).name}", f"broadcast={(func >> 6) & 1}"]
+            parts += [f"reduce={Reduce((func >> 4) & 3).name}", f"broadcast={(func >> 6) & 1}",
+                      f"narrow={func >> 7}"]
         func = 0
     for f in fields(fields_)[1:]:
         value = func if f.name == "func" else getattr(fields_, f.name)

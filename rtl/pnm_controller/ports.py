@@ -69,8 +69,8 @@ def array_command(p: ControllerParams) -> data.StructLayout:
 
 
 def vector_command(p: ControllerParams) -> data.StructLayout:
-    """`op`, `reduce`, `broadcast`: VOP's sub-operation (ACT: `op` alone); zero for the other kinds."""
-    return data.StructLayout({"kind": VectorKind, "op": Op, "reduce": Reduce, "broadcast": 1,
+    """`op`, `reduce`, `broadcast`, `narrow`: VOP's sub-operation (ACT: `op` alone); zero for the other kinds."""
+    return data.StructLayout({"kind": VectorKind, "op": Op, "reduce": Reduce, "broadcast": 1, "narrow": 1,
                               **_operands(p, "dabc"), "id": p.id_bits})
 
 

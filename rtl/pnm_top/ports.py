@@ -19,7 +19,7 @@ class UnitError(enum.Enum, shape=2):
     completes without touching the buffer, and the top reports it here until the next `start`."""
     NONE = 0
     ARRAY = 1   # an array command: PV/GEMV/SCORE whose shape or alignment the dot-product sequencer refuses
-    VECTOR = 2  # a vector command other than an element-wise VOP or ACT
+    VECTOR = 2  # a vector command whose vectors are not whole rows (docs/pnm-top.md)
 
 
 def status(p: PNMParams) -> data.StructLayout:

@@ -33,7 +33,8 @@ OPCODES = {
     0x31: ("DONE", "control", "", {}),
 }
 # "func": VOP = op (bits 0–3, vector-unit ops MAX … GELU = 0 … 7), reduce (bits 4–5: 0 none, 1 sum, 2 max),
-# broadcast (bit 6), bit 7 reserved; ACT = op (bits 0–3: SILU 6 or GELU 7), bits 4–7 reserved.
+# broadcast (bit 6), narrow (bit 7: d is FP16; not with a reduction); ACT = op (bits 0–3: SILU 6 or GELU 7),
+# bits 4–7 reserved.
 VOP_OPS, REDUCES, ACT_OPS = range(8), range(3), (6, 7)
 
 # "Error codes".
@@ -83,6 +84,8 @@ def _operand_rows(word: int, name: str, shape: tuple[str, str, int], row_bytes: 
     func = field(word, "func")
     if field(word, "opcode") == 0x21 and ((name == "d" and (func >> 4) & 3) or (name == "b" and (func >> 6) & 1)):
         inner = "1"  # VOP: one result per vector with a reduction; one b per vector with broadcast
+    if field(word, "opcode") == 0x21 and name == "d" and func >> 7:
+        size = 2     # VOP with narrow: the results are FP16
     return -(-count[outer] * count[inner] * size // row_bytes)
 
 
@@ -96,13 +99,14 @@ def check(word: int, pc: int, config: Config) -> int:
     name, _, counts, operands = OPCODES[opcode]
     memory = name in ("LOAD", "STORE")
     func = field(word, "func")
-    reserved_func = {"VOP": func & 0x80, "ACT": func & 0xF0}.get(name, func)
+    reserved_func = {"VOP": 0, "ACT": func & 0xF0}.get(name, func)
     unused = [f for f in "nkm" if f not in counts] + [f for f in "dabc" if f not in operands and not memory]
     if field(word, "reserved") or reserved_func or any(field(word, f) for f in unused):
         return RESERVED
     if any(field(word, f) == 0 for f in counts):
         return FIELD
-    if name == "VOP" and (func & 0xF not in VOP_OPS or (func >> 4) & 3 not in REDUCES):
+    narrow_reduced = func >> 7 and (func >> 4) & 3
+    if name == "VOP" and (func & 0xF not in VOP_OPS or (func >> 4) & 3 not in REDUCES or narrow_reduced):
         return FIELD
     if name == "ACT" and func & 0xF not in ACT_OPS:
         return FIELD
@@ -130,6 +134,7 @@ def command(word: int, pc: int, config: Config) -> Command | None:
     elif unit == "vector":
         func = field(word, "func")
         fields = {"kind": opcode & 0xF, "op": func & 0xF, "reduce": (func >> 4) & 3, "broadcast": (func >> 6) & 1,
+                  "narrow": func >> 7,
                   **{f: field(word, f) for f in ("d", "a", "b", "c", "n", "k", "m")}, "id": ident}
     else:
         return None

@@ -85,18 +85,84 @@ def dot(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
 
 
 def elementwise_refused(fields: dict, shape: Shape) -> bool:
-    """The vector sequencer runs ACT and VOP; a VOP with a broadcast or a reduction needs n a multiple of the
-    vector unit's width (one row)."""
-    width = shape.row_bytes // 4
-    if fields["kind"] == ACT:
+    """The vector sequencer runs every vector command; a VOP with a broadcast or a reduction, SOFTMAX and NORM
+    need n a multiple of the vector unit's width W (one row), MERGE k."""
+    width, kind = shape.row_bytes // 4, fields["kind"]
+    if kind == ACT:
         return False
-    return fields["kind"] != VOP or bool((fields["reduce"] or fields["broadcast"]) and fields["n"] % width)
+    if kind == VOP:
+        return bool((fields["reduce"] or fields["broadcast"]) and fields["n"] % width)
+    return bool(fields["k" if kind == MERGE else "n"] % width)
+
+
+def _fold(values: np.ndarray, reduce: int, width: int) -> np.uint32:
+    """One vector's values folded as the vector unit folds a reduction: a tree over each row's W lanes, then
+    row after row."""
+    rows = vector_model.tree(values.reshape(-1, width), reduce)
+    total = rows[0]
+    for value in rows[1:]:
+        total = fp.fp32_add(total, value) if reduce == vector_model.SUM else vector_model.fmax(total, value)
+    return total
+
+
+def _op(op: int, a, b=0) -> np.ndarray:
+    """r0 of the vector unit's `op` on (a, b)."""
+    a = np.asarray(a, np.uint32)
+    b = np.broadcast_to(np.asarray(b, np.uint32), a.shape)
+    zero = np.zeros_like(a)
+    return vector_model.elementwise(op, a, b, zero, zero)[0]
+
+
+def softmax(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
+    """Per head j (docs/pnm-isa.md): m' = max(m_j, max_t a[j][t]); P_t = e^(a[j][t] − m'); l' = l_j·α + Σ_t P_t
+    with α = e^(m_j − m') as the vector unit's SOFTMAX op gives it; d[j] = (m', l'), b[j] = P in FP16 (nearest
+    even), c[j] = α. The sum is folded in the vector unit's order."""
+    n, width, rb = fields["n"], shape.row_bytes // 4, shape.row_bytes
+    for j in range(fields["m"]):
+        a = _fp32(buffer, fields["a"], rb, (j + 1) * n)[j * n:]
+        state = _fp32(buffer, fields["d"], rb, 2 * j + 2)[2 * j:]
+        top = _fold(_op(vector_model.MAX, a, state[0]), vector_model.REDUCE_MAX, width)
+        p = _op(vector_model.EXP, a, top)
+        m_new, l_new, alpha, _ = vector_model.softmax_update(state[0], state[1], top,
+                                                             _fold(p, vector_model.SUM, width))
+        state[:] = [m_new, l_new]
+        _fp16(buffer, fields["b"], rb, (j + 1) * n)[j * n:] = fp.narrow(p, "fp16", "nearest_even")
+        _fp32(buffer, fields["c"], rb, j + 1)[j] = alpha
+
+
+def norm(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
+    """RMSNorm per vector j: r_j = rsqrt((Σ_i a[j][i]²)·c₀ + c₁), the sum folded in the vector unit's order;
+    d[j][i] = (a[j][i]·r_j)·b[i]."""
+    n, width, rb = fields["n"], shape.row_bytes // 4, shape.row_bytes
+    c0, c1 = _fp32(buffer, fields["c"], rb, 2).copy()
+    gains = _fp32(buffer, fields["b"], rb, n).copy()
+    for j in range(fields["m"]):
+        a = _fp32(buffer, fields["a"], rb, (j + 1) * n)[j * n:].copy()
+        total = _fold(_op(vector_model.MUL, a, a), vector_model.SUM, width)
+        r = _op(vector_model.RSQRT, _op(vector_model.ADD, _op(vector_model.MUL, total, c0), c1))
+        _fp32(buffer, fields["d"], rb, (j + 1) * n)[j * n:] = _op(vector_model.MUL, _op(vector_model.MUL, a, r),
+                                                                   gains)
+
+
+def merge(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
+    """FlashDecoding merge per head j: (m, l, w1, w2) by the vector unit's MERGE op on a[j] and b[j]; a[j] =
+    (m, l); c[j][e] = w2·c[j][e] (c is the scratch, docs/pnm-isa.md); d[j][e] = w1·d[j][e] + c[j][e]."""
+    k, rb = fields["k"], shape.row_bytes
+    for j in range(fields["m"]):
+        first = _fp32(buffer, fields["a"], rb, 2 * j + 2)[2 * j:]
+        second = _fp32(buffer, fields["b"], rb, 2 * j + 2)[2 * j:].copy()
+        m_new, l_new, w1, w2 = vector_model.merge(first[0], first[1], second[0], second[1])
+        first[:] = [m_new, l_new]
+        o2 = _fp32(buffer, fields["c"], rb, (j + 1) * k)[j * k:]
+        o2[:] = _op(vector_model.MUL, o2, w2)
+        o1 = _fp32(buffer, fields["d"], rb, (j + 1) * k)[j * k:]
+        o1[:] = _op(vector_model.ADD, _op(vector_model.MUL, o1, w1), o2)
 
 
 def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     """VOP: d[j][i] = op(a[j][i], b[j][i]), or op(a[j][i], b[j]) with broadcast; with a reduction d[j] is vector
-    j's r0s folded as the vector unit folds them (a tree over each beat's lanes, then beat after beat). ACT:
-    d[j][i] = op(a[j][i], +0)."""
+    j's r0s folded as the vector unit folds them (a tree over each beat's lanes, then beat after beat); with
+    `narrow` the results are written as FP16 (nearest even). ACT: d[j][i] = op(a[j][i], +0)."""
     m, n, width = fields["m"], fields["n"], shape.row_bytes // 4
     count = m * n
     a = _fp32(buffer, fields["a"], shape.row_bytes, count)
@@ -108,8 +174,11 @@ def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
         b = _fp32(buffer, fields["b"], shape.row_bytes, count)
     zero = np.zeros(count, np.uint32)
     if fields["kind"] != VOP or not fields["reduce"]:
-        _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = vector_model.elementwise(fields["op"], a, b, zero,
-                                                                                          zero)[0]
+        results = vector_model.elementwise(fields["op"], a, b, zero, zero)[0]
+        if fields["kind"] == VOP and fields["narrow"]:   # FP16 results, nearest even
+            _fp16(buffer, fields["d"], shape.row_bytes, count)[:] = fp.narrow(results, "fp16", "nearest_even")
+        else:
+            _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = results
         return
     beats = [vector_model.Beat(fields["op"], fields["reduce"], int((q + 1) % (n // width) == 0),
                                np.stack([a[q * width:(q + 1) * width], b[q * width:(q + 1) * width],
@@ -143,5 +212,5 @@ def run(words: list[int], start: int, config: control.Config, shape: Shape, memo
         elif elementwise_refused(f, shape):
             unit_error, unit_id = unit_error or UNIT_VECTOR, unit_id if unit_error else f["id"]
         else:
-            elementwise(buffer, f, shape)
+            {SOFTMAX: softmax, NORM: norm, MERGE: merge}.get(f["kind"], elementwise)(buffer, f, shape)
     return Result(outcome, unit_error, unit_id)

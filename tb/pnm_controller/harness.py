@@ -186,7 +186,11 @@ class Harness:
             unit.clear()
         self.write.clear()
         self.start.clear()
+        marks = [len(probe.broken) for probe in self.held]
         await bench.reset(self.dut)
+        for probe, mark in zip(self.held, marks, strict=True):   # a reset empties the ports: offers it cut short
+            del probe.broken[mark:]                              # are owed to nobody
+            probe.waiting = None
         self.board.clear()
         for unit in self.units.values():
             unit.clear()

@@ -37,7 +37,8 @@ class Space:
 def rows(instruction: Instruction, operand: Operand, row_bytes: int, scalar: bool = False) -> int:
     counts = {name: getattr(instruction, name) for name in COUNT_FIELDS} | {"1": 1, "2": 2}
     inner = 1 if scalar else counts[operand.inner]
-    return -(-counts[operand.outer] * inner * operand.element_bytes // row_bytes)
+    size = 2 if operand.half_if == "narrow" and instruction.func >> 7 else operand.element_bytes
+    return -(-counts[operand.outer] * inner * size // row_bytes)
 
 
 def _scalar(instruction: Instruction, operand: Operand) -> bool:
@@ -52,7 +53,9 @@ def valid(rng: random.Random, opcode: Opcode, space: Space) -> Instruction:
     counts = {name: rng.randint(1, 4 if name == "m" else 40) for name in kind.counts}
     func = 0
     if kind.func == "vop":
-        func = vop_func(rng.choice(VOP_OPS), rng.choice(list(Reduce)), rng.random() < 0.3)
+        reduce = rng.choice(list(Reduce))
+        func = vop_func(rng.choice(VOP_OPS), reduce, rng.random() < 0.3,
+                        reduce == Reduce.NONE and rng.random() < 0.5)
     elif kind.func == "act":
         func = act_func(rng.choice(ACT_OPS))
     instruction = Instruction(opcode.value, func=func, **counts)
@@ -95,7 +98,7 @@ def malformed(rng: random.Random, how: str, space: Space) -> Instruction:
 _CANDIDATES = {
     "reserved": lambda: list(Opcode),
     "unused_field": lambda: [op for op in Opcode if _unused(op)],
-    "func_reserved": lambda: list(Opcode),
+    "func_reserved": lambda: [op for op in Opcode if op != Opcode.VOP],   # every bit of VOP's func has a meaning
     "zero_count": lambda: [op for op in Opcode if KINDS[op].counts],
     "bad_func": lambda: [Opcode.VOP, Opcode.ACT],
     "tensor_size": lambda: [Opcode.LOAD, Opcode.STORE],
@@ -113,13 +116,14 @@ def _break(rng: random.Random, how: str, good: Instruction, space: Space) -> Ins
         name = rng.choice(_unused(Opcode(good.opcode)))
         return replace(good, **{name: rng.randint(1, 255 if name == "m" else 65535)})
     if how == "func_reserved":
-        bits = {"vop": 0x80, "act": rng.choice([0x10, 0x20, 0x40, 0x80])}.get(kind.func, 1 << rng.randrange(8))
+        bits = {"act": rng.choice([0x10, 0x20, 0x40, 0x80])}.get(kind.func, 1 << rng.randrange(8))
         return replace(good, func=good.func | bits)
     if how == "zero_count":
         return replace(good, **{rng.choice(kind.counts): 0})
     if how == "bad_func":
         if kind.func == "vop":
-            return replace(good, func=rng.choice([(good.func & 0xF0) | rng.randint(8, 15), (good.func & 0xCF) | 0x30]))
+            return replace(good, func=rng.choice([(good.func & 0xF0) | rng.randint(8, 15), (good.func & 0xCF) | 0x30,
+                                                  (good.func & 0x4F) | 0x80 | rng.choice([0x10, 0x20])]))
         return replace(good, func=rng.choice([v for v in range(16) if v not in [op.value for op in ACT_OPS]]))
     if how == "tensor_size":
         return replace(good, n=rng.randint(space.max_tensor_bytes + 1, 65535), address=0)

@@ -3,6 +3,7 @@ the golden model (`tb.models.pnm_top`), under random back-pressure and latency o
 each instruction kind takes at a few sizes; a malformed instruction, a store into protected memory and commands
 the sequencers refuse, each ending as docs/pnm-top.md says."""
 import cocotb
+import numpy as np
 from cocotb.triggers import ClockCycles
 
 from rtl.pnm_controller.isa import Instruction, Opcode, act_func, vop_func
@@ -12,6 +13,7 @@ from rtl.registry import BLOCKS
 from .. import bench
 from ..models import pnm_controller as control
 from ..models import pnm_top as model
+from . import decode
 from .harness import PROTECTED, Harness
 
 BARRIER, DONE = Instruction(Opcode.BARRIER.value), Instruction(Opcode.DONE.value)
@@ -98,6 +100,54 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, redu
     return program + [DONE]
 
 
+def online_program(h: Harness, m: int, n: int, k: int) -> list[Instruction]:
+    """The vector unit's multi-step commands: two online-softmax steps over two blocks of n scores per head (from
+    the empty state), RMSNorm of m vectors of n, and the FlashDecoding merge of two partials of k per head; every
+    state, P (FP16), α, output and the merge's scratch stored. And a GEMV of normalised activations: NORM of one
+    tile's length, converted to FP16 (VOP MAX(x, x) with `narrow`), times three weight rows."""
+    rows = Rows(h)
+    empty = np.tile(np.array([-np.inf, 0], np.float32), m)
+    partials = [np.stack([h.fp32(m), np.abs(h.fp32(m)) + 0.5], axis=1).reshape(-1) for _ in range(2)]
+    program = []
+
+    def operand(values):
+        row, loads = rows.operand(values)
+        program.extend(loads)
+        return row
+
+    scores = [operand(h.fp32(m, n)) for _ in range(2)]
+    state, x, gains = operand(empty), operand(h.fp32(m, n)), operand(h.fp32(n))
+    constants = operand(np.array([1 / n, 1e-5], np.float32))
+    first, second = operand(partials[0]), operand(partials[1])
+    o1, o2 = operand(h.fp32(m, k)), operand(h.fp32(m, k))
+    p = [rows.take(2 * m * n) for _ in range(2)]
+    alpha = [rows.take(4 * m) for _ in range(2)]
+    y = rows.take(4 * m * n)
+    heads, tile = min(m, h.params.lanes), h.params.width
+    x_tile, gains_tile = operand(h.fp32(heads, tile)), operand(h.fp32(tile))
+    constants_tile, weights = operand(np.array([1 / tile, 1e-5], np.float32)), operand(h.fp16(3, tile))
+    normed, normed16, projected = rows.take(4 * heads * tile), rows.take(2 * heads * tile), rows.take(12 * heads)
+    program += [BARRIER,
+                Instruction(Opcode.SOFTMAX.value, d=state, a=scores[0], b=p[0], c=alpha[0], n=n, m=m),
+                Instruction(Opcode.NORM.value, d=y, a=x, b=gains, c=constants, n=n, m=m),
+                Instruction(Opcode.MERGE.value, d=o1, a=first, b=second, c=o2, k=k, m=m),
+                BARRIER,
+                Instruction(Opcode.SOFTMAX.value, d=state, a=scores[1], b=p[1], c=alpha[1], n=n, m=m),
+                Instruction(Opcode.NORM.value, d=normed, a=x_tile, b=gains_tile, c=constants_tile, n=tile, m=heads),
+                BARRIER,
+                Instruction(Opcode.VOP.value, func=vop_func(Op.MAX, narrow=True), d=normed16, a=normed, b=normed,
+                            n=tile, m=heads),
+                BARRIER,
+                Instruction(Opcode.GEMV.value, d=projected, a=normed16, b=weights, n=3, k=tile, m=heads),
+                BARRIER]
+    stores = [(state, 8 * m), (p[0], 2 * m * n), (p[1], 2 * m * n), (alpha[0], 4 * m), (alpha[1], 4 * m),
+              (y, 4 * m * n), (o1, 4 * m * k), (o2, 4 * m * k), (first, 8 * m), (normed16, 2 * heads * tile),
+              (projected, 12 * heads)]
+    for k_, (row, size) in enumerate(stores):
+        program += h.store(row, OUTPUTS + 0x400 * k_, size)
+    return program + [DONE]
+
+
 @cocotb.test()
 async def programs(dut):
     """Decode-step programs of several shapes (one tile and several, one vector and every lane) under random
@@ -110,6 +160,10 @@ async def programs(dut):
     for k, (m, n, tiles, act, vop, reduce) in enumerate(shapes):
         h.surroundings((0.0, 0.3, 0.6, 0.3)[k], ((4, 4), (2, 30), (1, 60), (10, 12))[k])
         await h.run(layer_program(h, m, n, tiles, act, vop, reduce), start=3 * k)
+    width = h.params.row_bytes // 4   # SOFTMAX, NORM and MERGE take whole rows per vector
+    for k, (m, n, k_) in enumerate([(lanes, 4, 2), (1, 3, 1), (3, 1, 3)]):
+        h.surroundings((0.6, 0.3, 0.0)[k], ((1, 60), (2, 30), (4, 4))[k])
+        await h.run(online_program(h, m, n * width, k_ * width), start=5 * k)
     _record(h, layer_programs=h.programs_checked)
 
 
@@ -159,6 +213,17 @@ async def timing(dut):
         figures[f"vop_n{n}_cycles"] = await _cycles(h, [vop])
         folded = Instruction(Opcode.VOP.value, func=vop_func(Op.MUL, Reduce.SUM), d=d, a=x_row, b=x_row, n=n, m=1)
         figures[f"vop_sum_n{n}_cycles"] = await _cycles(h, [folded])
+        narrowed = Instruction(Opcode.VOP.value, func=vop_func(Op.ADD, narrow=True), d=d, a=x_row, b=w_row, n=n, m=1)
+        figures[f"vop_narrow_n{n}_cycles"] = await _cycles(h, [narrowed])
+    width = p.row_bytes // 4
+    for m, n in ((1, 4), (1, 16), (1, 64), (2, 16)):
+        n *= width
+        figures[f"softmax_m{m}_n{n}_cycles"] = await _cycles(
+            h, [Instruction(Opcode.SOFTMAX.value, d=d, a=x_row, b=d + 8, c=d + 4, n=n, m=m)])
+        figures[f"norm_m{m}_n{n}_cycles"] = await _cycles(
+            h, [Instruction(Opcode.NORM.value, d=d, a=x_row, b=w_row, c=x_row, n=n, m=m)])
+        figures[f"merge_m{m}_k{n}_cycles"] = await _cycles(
+            h, [Instruction(Opcode.MERGE.value, d=d, a=x_row, b=w_row, c=d + 64, k=n, m=m)])
     _record(h, latency_cycles=latency, initiation_interval=interval, **figures)
 
 
@@ -185,11 +250,15 @@ async def stops(dut):
     result = await h.run([*good, BARRIER, *bad_store, DONE])
     assert (result["status"]["error"], result["status"]["pc"]) == (control.MMU_PROTECTED, len(good) + 1)
 
-    refused = [Instruction(Opcode.SOFTMAX.value, d=y, a=x_row, b=y + 16, c=y + 24, n=4, m=1),
+    # SOFTMAX whose scores are not whole rows is refused (a 1-lane vector unit runs every n); GEMV of 9 is not
+    # whole tiles.
+    width = p.row_bytes // 4
+    refused = [Instruction(Opcode.SOFTMAX.value, d=y + 8, a=x_row, b=y + 16, c=y + 24, n=width + 1 if width > 1 else 4,
+                           m=1),
                Instruction(Opcode.GEMV.value, d=y, a=x_row, b=x_row, n=1, k=p.width + 1, m=1)]
+    first = (model.UNIT_VECTOR, len(good)) if width > 1 else (model.UNIT_ARRAY, len(good) + 1)
     result = await h.run([*good, *refused, DONE])
-    assert (result["status"]["state"], result["status"]["unit_error"], result["status"]["unit_id"]) == \
-        (2, model.UNIT_VECTOR, len(good))
+    assert (result["status"]["state"], result["status"]["unit_error"], result["status"]["unit_id"]) == (2, *first)
     result = await h.run([*good, refused[1], refused[0], DONE])
     assert (result["status"]["unit_error"], result["status"]["unit_id"]) == (model.UNIT_ARRAY, len(good))
     _record(h, stop_programs=h.programs_checked)
@@ -210,3 +279,20 @@ async def reset_mid_program(dut):
     await h.run(program)
     assert h.start_probe.cycles[-1] > words_start
     _record(h)
+
+
+@cocotb.test()
+async def decode_attention(dut):
+    """The start of the decode-layer proof (`tb.pnm_top.decode`): one GQA group's attention for a decode token,
+    from its program, under memory back-pressure; the output stored and compared with the model byte for byte.
+    At the bench's size only (4-byte rows, lanes of 8): the program is written for it."""
+    h = Harness(dut, seed=6)
+    await bench.start(dut)
+    p = h.params
+    if (p.row_bytes, p.width) != (decode.ROW, decode.TILE) or p.lanes < decode.HEADS:
+        return
+    h.surroundings(0.3, (2, 30))
+    attention = decode.attention(np.random.default_rng(16), h.put, INPUTS, p.mmu_params().max_tensor_bytes)
+    result = await h.run([*attention.program, *h.store(attention.out_row, OUTPUTS, 4 * decode.HEADS * decode.HEAD_DIM),
+                          DONE])
+    assert result["status"]["unit_error"] == model.UNIT_NONE

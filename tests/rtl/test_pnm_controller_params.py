@@ -60,12 +60,14 @@ def test_the_text_assembler_and_disassembler_agree() -> None:
               VOP op=ADD reduce=SUM broadcast=1 d=1 a=2 b=3 n=8 m=2
 
               ACT op=GELU d=1 a=2 n=8 m=1
+              VOP op=MAX narrow=1 d=4 a=2 b=2 n=8 m=1
               BARRIER
               DONE"""
     words = isa.assemble(text)
     assert words[1] == Instruction(Opcode.VOP.value, func=isa.vop_func(Op.ADD, Reduce.SUM, True), d=1, a=2, b=3, n=8,
                                    m=2).encode()
     assert words[1] >> 8 & 0xFF == 0x51  # op 1, reduce 1 (bits 5:4), broadcast (bit 6)
+    assert words[3] >> 8 & 0xFF == 0x80  # op MAX 0, narrow (bit 7)
     assert isa.assemble("\n".join(isa.disassemble(w) for w in words)) == words
     assert isa.disassemble(0x55) == "0x00000000000000000000000000000055 (no opcode 0x55)"
     assert isa.disassemble(Instruction(Opcode.VOP.value, func=0x8F).encode()) == "VOP func=143"

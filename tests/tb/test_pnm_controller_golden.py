@@ -110,7 +110,9 @@ GEMV = dict(n=16, k=32, m=2)  # d: 2 × 16 FP32 = 4 rows; a: 2 × 32 FP16 = 4 ro
     (word(0x21, n=8, m=3, func=0x41, b=1024), model.BUFFER_RANGE),
     (word(0x21, n=8, m=3, func=0x08), model.FIELD),                # op SOFTMAX is not a VOP op
     (word(0x21, n=8, m=3, func=0x31), model.FIELD),                # reduce 3
-    (word(0x21, n=8, m=3, func=0x81), model.RESERVED),
+    (word(0x21, n=8, m=3, func=0x81, d=1022), model.NONE),         # narrow: 3 × 8 FP16 = 2 rows
+    (word(0x21, n=8, m=3, func=0x81, d=1023), model.BUFFER_RANGE),
+    (word(0x21, n=8, m=3, func=0x91), model.FIELD),                # narrow with a reduction
     (word(0x23, n=8, m=1, func=0x06), model.NONE),                 # ACT SILU
     (word(0x23, n=8, m=1, func=0x02), model.FIELD),
     (word(0x23, n=8, m=1, func=0x16), model.RESERVED),
@@ -141,8 +143,8 @@ def test_commands_carry_the_fields_and_the_address_as_id() -> None:
     store = model.command(word(0x02, n=64, d=3, address=0x8000), 4, CONFIG)
     assert (store.unit, store.fields) == ("mmu", {"base": 0x8000, "size": 64, "dest": 3, "store": 1, "id": 4})
     vop = model.command(word(0x21, n=8, m=2, func=0x52, d=1, a=2, b=3), 9, CONFIG)
-    assert vop.fields == {"kind": 1, "op": 2, "reduce": 1, "broadcast": 1, "d": 1, "a": 2, "b": 3, "c": 0, "n": 8,
-                          "k": 0, "m": 2, "id": 9}
+    assert vop.fields == {"kind": 1, "op": 2, "reduce": 1, "broadcast": 1, "narrow": 0, "d": 1, "a": 2, "b": 3,
+                          "c": 0, "n": 8, "k": 0, "m": 2, "id": 9}
     assert model.command(word(0x30), 0, CONFIG) is None
 
 

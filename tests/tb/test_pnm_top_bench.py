@@ -6,7 +6,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from rtl.fp.convert import FP32NarrowParams
 from rtl.pnm_top import dot, elementwise, top
+from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench, run_name
@@ -22,7 +24,7 @@ def test_bench(block_name: str, config: dict) -> None:
     params, figures = measure(block_name, config)
     stated = BLOCKS[block_name].build(params)
     assert (figures["latency_cycles"], figures["initiation_interval"]) == (stated.latency, 1)
-    assert figures["layer_programs"] == 4 and figures["stop_programs"] == 5
+    assert figures["layer_programs"] == 7 and figures["stop_programs"] == 5
     rows = params.mmu_params().max_tensor_bytes // params.row_bytes
     # A LOAD or STORE moves one row per cycle once started: 3/4 of the rows more cost 3/4 of the rows more cycles.
     for kind in ("load", "store"):
@@ -38,6 +40,16 @@ def test_bench(block_name: str, config: dict) -> None:
     assert scores[1] - scores[0] == params.lanes * 6 * sublanes
     # Element-wise VOPs read a and b through one 32-bit port: two cycles per element at this size.
     assert figures["vop_n64_cycles"] - figures["vop_n16_cycles"] == 2 * 48
+    # `narrow` adds the FP32Narrow's two stages and nothing per element.
+    assert all(figures[f"vop_narrow_n{n}_cycles"] - figures[f"vop_n{n}_cycles"] == 2 for n in (4, 16, 64))
+    # Per vector, SOFTMAX reads the scores three times (max, P, sum), NORM its rows five times (a twice for the
+    # squares, a once, d and the gains once each), MERGE four (c, d, then d and c): one row per cycle.
+    width = params.row_bytes // 4
+    for name, size, reads in (("softmax", "n", 3), ("norm", "n", 5), ("merge", "k", 4)):
+        one = {n: figures[f"{name}_m1_{size}{n * width}_cycles"] for n in (4, 16, 64)}
+        assert one[64] - one[16] == one[16] - one[4] + 36 * reads == 48 * reads, (name, one)
+        # Vector after vector: a second one costs what the first did, and only the command's last cycle is shared.
+        assert figures[f"{name}_m2_{size}{16 * width}_cycles"] - one[16] == one[16] - 1, name
 
 
 def _planted_fails(monkeypatch, tmp_path, module, name: str, change) -> None:
@@ -52,6 +64,10 @@ def _planted_fails(monkeypatch, tmp_path, module, name: str, change) -> None:
             return m
 
     monkeypatch.setattr(top, name, Planted)
+    _only_programs_fail(monkeypatch, tmp_path)
+
+
+def _only_programs_fail(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
     params = BLOCKS["pnm"].params(**BENCHES["pnm"].configs[0])
     with pytest.raises((SystemExit, BenchFailed)):
@@ -75,6 +91,24 @@ def test_a_vector_op_that_drops_its_second_operand_fails_the_bench(monkeypatch, 
         for k in range(self.params.vector_params().width):
             m.d.comb += self.beat.payload.lanes[k].b.eq(0)
     _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
+
+
+@icarus
+def test_a_scalar_step_that_drops_its_fourth_operand_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """SOFTMAX's scalar beat (the state update) takes d = +0: the sum of P is lost, l' = l·α."""
+    def change(self, m):
+        for k in range(self.params.vector_params().width):
+            with m.If(self.beat.payload.op == Op.SOFTMAX):
+                m.d.comb += self.beat.payload.lanes[k].d.eq(0)
+    _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
+
+
+@icarus
+def test_a_narrowing_that_rounds_toward_zero_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """FP16 results (SOFTMAX's P, VOP's `narrow`) rounded toward zero instead of to nearest even."""
+    monkeypatch.setattr(elementwise, "FP32NarrowParams",
+                        lambda **_: FP32NarrowParams(target="fp16", rounding="toward_zero_ftz"))
+    _only_programs_fail(monkeypatch, tmp_path)
 
 
 @icarus

@@ -244,6 +244,8 @@ def test_a_heating_package_throttles_in_the_step_that_crosses_each_threshold() -
     assert stopped.run(np.full(100, 0.1), power, stop=True) == 27
     assert stopped.throttle.state == 1 and stopped.rate == pytest.approx(0.9e10)
     assert stopped.clock == pytest.approx(2.7, rel=1e-12)
+    few = _package()                         # 8 steps or fewer are taken one by one: 80 C is crossed in the 3rd
+    assert few.run(np.full(5, 1.0), power[:5], stop=True) == 3 and few.throttle.state == 1
     queued = _package()
     assert queued.run(np.full(100, 0.1), power) == 100
     assert queued.clock == pytest.approx(10.0, rel=1e-12)
@@ -453,6 +455,16 @@ def test_popular_experts_are_picked_more_and_top_k_picks_the_largest_keys(top_k:
     # An expert too unpopular to be drawn in the estimate is never touched.
     rare = Router(RoutingModel(64, 1, 8.0), 1)
     assert rare.inclusion.min() == 0.0 and rare.inclusion.shape == (1, 64)
+
+
+def test_each_token_picks_the_top_k_experts_of_its_perturbed_weights() -> None:
+    # Gumbel top-k: the k largest of log weight + Gumbel noise, the noise drawn from the router's generator.
+    router = Router(RoutingModel(16, 3, 1.0, seed=5), 1)
+    noise = np.random.default_rng()
+    noise.bit_generator.state = router.state()
+    keys = router.log_weights + noise.gumbel(size=(50, 16))
+    expected = router.ranking[0][np.argsort(-keys, axis=1)[:, :3]]
+    np.testing.assert_array_equal(np.sort(router.choices(50)[0], axis=1), np.sort(expected, axis=1))
 
 
 def test_a_batch_touches_each_expert_with_one_minus_the_chance_no_token_picks_it() -> None:

@@ -136,20 +136,23 @@ def test_a_region_of_fewer_than_no_blocks_is_refused() -> None:
     assert str(error.value) == "KV frame region must hold >= 0 blocks, got -1"
 
 
-@pytest.mark.parametrize("past", [17, 18])
-def test_appending_to_a_block_not_in_the_region_reads_its_older_tokens_first(past: int) -> None:
-    """A 17-token prefix in HBM; the sequence's own tokens start at token 17 (block 1). A chunk of 4 new tokens
-    after `past` tokens: with past = 17 nothing of its own is read before (its first own token is new); with
-    18, token 17 of block 1 is read (a miss) and the new tokens are written into it (a hit). Either way the
-    block's older tokens (17 or 18 of them, one page per layer) come from the media once."""
-    kv = _frames(prefix=17)
+@pytest.mark.parametrize(("past", "prefix_in_hbf"), [(17, False), (18, False), (17, True)])
+def test_appending_to_a_block_not_in_the_region_reads_its_older_tokens_first(past: int, prefix_in_hbf: bool) -> None:
+    """A 17-token prefix; the sequence's own tokens start at token 17 (block 1). A chunk of 4 new tokens after
+    `past` tokens: with past = 17 nothing of its own is read before (its first own token is new); with 18, token
+    17 of block 1 is read (a miss) and the new tokens are written into it (a hit). Either way the block's older
+    tokens (17 or 18 of them, one page per layer) come from the media once, after the prefix's: from HBM, or
+    from HBF (block 0 whole, 8 pages, and block 1's one token, 2 pages: two more misses)."""
+    kv = _frames(prefix=17, prefix_in_hbf=prefix_in_hbf)
     kv.iteration([(1, past, 4)], {1})
-    assert kv.counts["hbm_read_bytes"] == 17 * 2 * 1024            # the prefix: 2 blocks, from HBM
-    assert kv.counts["media_read_pages"] == 2 * 1                 # page 0 of block 1, each layer
-    assert (kv.counts["misses"], kv.counts["hits"]) == ((1, 0) if past == 17 else (1, 1))
+    prefix_pages = 8 + 2 if prefix_in_hbf else 0
+    assert kv.counts["hbm_read_bytes"] == (0 if prefix_in_hbf else 17 * 2 * 1024)
+    assert kv.counts["media_read_pages"] == prefix_pages + 2 * 1    # + page 0 of block 1, each layer
+    misses, hits = (1, 0) if past == 17 else (1, 1)
+    assert (kv.counts["misses"], kv.counts["hits"]) == (misses + (2 if prefix_in_hbf else 0), hits)
     assert kv.counts["written_tokens"] == 4
-    assert list(kv.frames) == [(1, 1)]                           # block 0 is all prefix: never the sequence's
     assert kv.frames[(1, 1)] == (past - 16 + 4, past - 16)       # filled, dirty from the first new token
+    assert (1, 0) not in kv.frames                               # block 0 is all prefix: never the sequence's
 
 
 def test_a_block_written_again_while_in_the_region_stays_dirty_from_its_first_write() -> None:

@@ -46,6 +46,8 @@ def refused(*extra: str, base=BASE) -> str:
     (["--memory", "B", "--ambient-c", "nan"], "--ambient-c must be a finite number, got nan"),
     (["--memory", "B", "--routing-skew", "inf"], "--routing-skew must be a finite number, got inf"),
     (["--memory", "B", "--routing-skew", "-0.5"], "--routing-skew must be >= 0, got -0.5"),
+    (["--memory", "B", "--routing-skew", "1", "--routing-trace", "r.jsonl"],
+     "--routing-skew shapes the seeded routing model; --routing-trace replaces it: give one"),
     (["--prefill-tp", "2"], "--prefill-tp applies to --system pd only"),
     (["--instances", "2"], "--instances applies to --system colocated only"),
     (["--router", "least-tokens"], "--router applies to --system colocated only"),
@@ -154,6 +156,8 @@ def test_hbf_options_defaults_and_units() -> None:
         (2, 4.0, "next-layer", 30.0, 0.0, 3)
     assert math.isclose(hbf.read_s, 30e-6)  # microseconds on the command line, seconds in the model
     assert config("--memory", "B", "--routing-skew", "1.5").hbf.routing_skew == 1.5
+    traced = config("--memory", "B", "--routing-trace", "r.jsonl").hbf     # read when the tier is built
+    assert (traced.routing_trace, traced.routing_skew) == ("r.jsonl", 0.0)
 
 
 def test_param_overrides_and_block_names() -> None:

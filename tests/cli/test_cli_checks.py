@@ -172,3 +172,14 @@ def test_param_overrides_and_block_names() -> None:
     with pytest.raises(UsageError) as error:
         cli._block_names("nonesuch")
     assert str(error.value) == f"unknown block 'nonesuch' (known: {', '.join(BLOCKS)}, all)"
+
+
+def test_the_shared_prefix_and_the_modelling_effects_reach_the_configuration() -> None:
+    chunked = ["--system", "chunked", "--model", "Qwen3-30B-A3B"]
+    assert config(base=chunked).shared_prefix_tokens == 0
+    assert config("--shared-prefix-tokens", "64", base=chunked).shared_prefix_tokens == 64
+    plain = config()
+    assert (plain.all_reduce, plain.overlap, plain.decode_hardware) == ("bandwidth", False, None)
+    pd = config("--allreduce", "alpha-beta", "--allreduce-overlap", "--decode-hardware", "other",
+                base=["--system", "pd-1:1", "--model", "LLaMA2-70B"])
+    assert (pd.all_reduce, pd.overlap, pd.decode_hardware) == ("alpha-beta", True, "other")

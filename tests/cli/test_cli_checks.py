@@ -46,6 +46,8 @@ def refused(*extra: str, base=BASE) -> str:
     (["--memory", "B", "--ambient-c", "nan"], "--ambient-c must be a finite number, got nan"),
     (["--memory", "B", "--routing-skew", "inf"], "--routing-skew must be a finite number, got inf"),
     (["--memory", "B", "--routing-skew", "-0.5"], "--routing-skew must be >= 0, got -0.5"),
+    (["--memory", "B", "--routing-skew", "1", "--routing-trace", "r.jsonl"],
+     "--routing-skew shapes the seeded routing model; --routing-trace replaces it: give one"),
     (["--prefill-tp", "2"], "--prefill-tp applies to --system pd only"),
     (["--instances", "2"], "--instances applies to --system colocated only"),
     (["--router", "least-tokens"], "--router applies to --system colocated only"),
@@ -154,6 +156,8 @@ def test_hbf_options_defaults_and_units() -> None:
         (2, 4.0, "next-layer", 30.0, 0.0, 3)
     assert math.isclose(hbf.read_s, 30e-6)  # microseconds on the command line, seconds in the model
     assert config("--memory", "B", "--routing-skew", "1.5").hbf.routing_skew == 1.5
+    traced = config("--memory", "B", "--routing-trace", "r.jsonl").hbf     # read when the tier is built
+    assert (traced.routing_trace, traced.routing_skew) == ("r.jsonl", 0.0)
 
 
 def test_param_overrides_and_block_names() -> None:
@@ -168,3 +172,14 @@ def test_param_overrides_and_block_names() -> None:
     with pytest.raises(UsageError) as error:
         cli._block_names("nonesuch")
     assert str(error.value) == f"unknown block 'nonesuch' (known: {', '.join(BLOCKS)}, all)"
+
+
+def test_the_shared_prefix_and_the_modelling_effects_reach_the_configuration() -> None:
+    chunked = ["--system", "chunked", "--model", "Qwen3-30B-A3B"]
+    assert config(base=chunked).shared_prefix_tokens == 0
+    assert config("--shared-prefix-tokens", "64", base=chunked).shared_prefix_tokens == 64
+    plain = config()
+    assert (plain.all_reduce, plain.overlap, plain.decode_hardware) == ("bandwidth", False, None)
+    pd = config("--allreduce", "alpha-beta", "--allreduce-overlap", "--decode-hardware", "other",
+                base=["--system", "pd-1:1", "--model", "LLaMA2-70B"])
+    assert (pd.all_reduce, pd.overlap, pd.decode_hardware) == ("alpha-beta", True, "other")

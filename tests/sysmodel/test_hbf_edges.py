@@ -17,10 +17,11 @@ from sysmodel.hbf.layout import GIB, PRESETS as LAYOUTS, Layout, objects, resolv
 from sysmodel.llm import LLAMA2_70B, QWEN3_235B_A22B
 from sysmodel.operators import Shard, decode_work
 from sysmodel.hbf.media import HBFStack, page_reads
+from sysmodel.hbf.package import Package, Refresh
 from sysmodel.hbf.retention import BOLTZMANN_EV, Retention, lifetime_years, retention_s
 from sysmodel.hbf.routing import Router, RoutingModel, TraceRouter, load_trace
 from sysmodel.hbf.service import HBFOptions, HBFTier, PortPower
-from sysmodel.hbf.thermal import PackageRC
+from sysmodel.hbf.thermal import PackageRC, Thermal, Throttle
 
 DAY = 24 * 3600.0
 
@@ -127,10 +128,145 @@ def test_the_conductance_matrix_couples_each_pair_of_dies_once() -> None:
                                                      [-0.5, -0.25, 1 + 0.5 + 0.25]])
 
 
+def _one_rc_per_die(temps: list, dt, power, rc: PackageRC, ambient: float) -> np.ndarray:
+    """Each decoupled die by hand: T' = T_inf + (T - T_inf) exp(-dt / RC), T_inf = ambient + P R, per step."""
+    out = []
+    for step, watts in zip(dt, power):
+        temps = [ambient + p * r + (t - ambient - p * r) * math.exp(-step / (r * c))
+                 for t, p, r, c in zip(temps, watts, rc.to_coolant, rc.capacitance)]
+        out.append(temps)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dt", [[0.7], [1.0, 2000.0], list(np.linspace(0.5, 1.5, 7)), [1.0] * 3000])
+def test_a_run_of_steps_is_each_die_relaxing_to_its_steady_temperature_step_by_step(dt: list) -> None:
+    # Decoupled dies (1e12 K/W between them): time constants R C = 1.8, 1.5 and 3 s. `run` takes the steps in
+    # runs of < 600 time constants of the fastest die (exp(-745) underflows): 3,000 steps of 1 s are 2,000 of
+    # them (four runs), a step of 2,000 s alone 1,333; one step takes a path of its own.
+    rc = PackageRC(coupling=(1e12, 1e12, 1e12))
+    dt = np.array(dt)
+    rng = np.random.default_rng(len(dt))
+    power = rng.uniform(0.0, [1000.0, 100.0, 20.0], (len(dt), 3))
+    thermal = Thermal(rc, 45.0)
+    thermal.step(2.0, (500.0, 50.0, 10.0))              # start away from ambient
+    start = thermal.temps.tolist()
+    expected = _one_rc_per_die(start, dt, power, rc, 45.0)
+    got = thermal.run(dt, power)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    assert thermal.temps.tolist() == start               # `run` leaves the state alone
+
+
+@pytest.mark.parametrize(("state", "temps", "first"), [
+    (0, [70.0, 79.9, 80.0, 95.0], 2),          # normal: enters light at 80 C
+    (0, [70.0, 79.9], 2),                      # none leaves: the length
+    (1, [85.0, 79.0, 78.0], 2),                # light: leaves at <= 78 C
+    (1, [85.0, 90.0, 78.0], 1),                # ... or enters severe at 90 C
+    (2, [95.0, 85.0, 80.5, 80.0], 3),          # severe: leaves at <= 80 C
+    (2, [99.0, 100.0, 80.0], 1),               # ... or enters shutdown at 100 C
+    (3, [120.0, 81.0, 80.0], 2),               # shutdown: nothing above it, leaves at <= 80 C
+    (3, [120.0, 81.0], 2),
+])
+def test_the_first_temperature_that_changes_the_throttle_state(state: int, temps: list, first: int) -> None:
+    assert Throttle(state=state).first_change(np.array(temps)) == first
+    throttle = Throttle(state=state)            # the state `update` leaves first at that temperature
+    changed = [i for i, t in enumerate(temps) if throttle.update(t) != state]
+    assert (changed or [len(temps)])[0] == first
+
+
 def test_a_package_without_resistance_or_capacitance_is_refused() -> None:
     with pytest.raises(ConfigError) as error:
         PackageRC(capacitance=(60.0, 0.0, 5.0))
     assert str(error.value) == "thermal resistances and capacitances must be > 0"
+
+
+# ----- package ------------------------------------------------------------------------------------------
+# Decoupled dies (1e12 K/W between them) under no power but the HBF die's: its time constant is 0.6 K/W x 5 J/K
+# = 3 s. One zone started at damage 0.5, retention 24 h at any temperature (no activation energy): it is
+# refreshed 12 h in. A refresh moves 1 GB at 10 GB/s and programs for 0.5 s (0.6 s of the channels), wears 10
+# blocks and releases 1 J.
+DECOUPLED = PackageRC(coupling=(1e12, 1e12, 1e12))
+ZONE = Refresh(zone_bytes=1e9, zone_blocks=10, zone_program_s=0.5, energy_per_byte=1e-9)
+
+
+def _package() -> Package:
+    return Package(DECOUPLED, 45.0, Retention(1, np.array([0.5]), activation_ev=0.0), ZONE, bandwidth=1e10)
+
+
+def test_a_zone_at_its_deadline_is_refreshed_taking_channel_time_and_heating_the_next_step() -> None:
+    package = _package()                    # the dies stay at 45 C
+    steps = np.full(20, 4320.0)             # 1.2 h each: the deadline falls at the end of the 10th
+    assert package.run(steps, np.zeros((20, 3)), stop=True) == 10
+    assert package.counters == {"refresh_read_bytes": 1e9, "programmed_bytes": 1e9, "pe_block_cycles": 10,
+                                "refreshed_zones": 1}
+    assert package.rate == pytest.approx(1e10 * (1 - 0.6 / 4320), rel=1e-12)
+    assert package.clock == pytest.approx(43200.0, rel=1e-12) and len(package.trace) == 10
+    package.step(0.0, (0.0, 0.0, 0.0))      # a step of no time releases none of the refresh's 1 J
+    assert package.refresh_heat_j == 1.0 and package.thermal.temps.tolist() == [45.0, 45.0, 45.0]
+    package.step(2.0, (100.0, 10.0, 0.0))   # the refresh's 1 J over the next 2 s: 0.5 W more into the HBF die
+    np.testing.assert_allclose(package.thermal.temps, [45.0 + 100 * 0.03 * (1 - math.exp(-2 / 1.8)),
+                                                       45.0 + 10 * 0.15 * (1 - math.exp(-2 / 1.5)),
+                                                       45.0 + 0.5 * 0.6 * (1 - math.exp(-2 / 3))], rtol=1e-12)
+    assert package.rate == 1e10 and package.refresh_heat_j == 0.0
+    assert package.residency == [pytest.approx(43202.0, rel=1e-12), 0.0, 0.0, 0.0]
+    # The next deadline a whole lifetime (24 h) after the first: the 20th step of 1.2 h; the counts add up.
+    assert package.run(steps, np.zeros((20, 3)), stop=True) == 20
+    assert package.counters == {"refresh_read_bytes": 2e9, "programmed_bytes": 2e9, "pe_block_cycles": 20,
+                                "refreshed_zones": 2}
+    # A run of steps after a refresh: its first step takes the 1 J (the die reaches 45 + 1 J / 4,320 s x 0.6 K/W)
+    # and the channels; the next ones neither.
+    package.run(np.full(10, 4320.0), np.zeros((10, 3)))
+    assert package.trace[-10][3] == pytest.approx(45.0 + 0.6 / 4320, rel=1e-12)
+    assert package.trace[-9][3] == pytest.approx(45.0, rel=1e-12) and package.rate == 1e10
+
+
+def test_a_refresh_longer_than_its_step_leaves_the_channels_one_percent() -> None:
+    package = _package()
+    package.step(43200.0 - 0.3, (0.0, 0.0, 0.0))
+    assert package.rate == 1e10
+    package.step(0.3, (0.0, 0.0, 0.0))      # meets the deadline: 0.6 s of refresh in a step of 0.3 s
+    assert package.counters["refreshed_zones"] == 1 and package.rate == pytest.approx(1e8, rel=1e-9)
+
+
+def test_a_refresh_that_releases_no_heat_still_gives_the_channels_back_after_its_step() -> None:
+    package = Package(DECOUPLED, 45.0, Retention(1, np.array([0.5]), activation_ev=0.0),
+                      dataclasses.replace(ZONE, energy_per_byte=0.0), bandwidth=1e10)
+    assert package.run(np.full(20, 4320.0), np.zeros((20, 3)), stop=True) == 10
+    assert package.refresh_heat_j == 0.0 and package.rate < 1e10
+    package.run(np.full(10, 4320.0), np.zeros((10, 3)))
+    assert package.rate == 1e10
+
+
+def test_a_heating_package_throttles_in_the_step_that_crosses_each_threshold() -> None:
+    # 100 W into the HBF die from 45 C: 45 + 60 (1 - exp(-t / 3 s)) C crosses 80 C at t = 3 ln(60 / 25) = 2.63 s,
+    # 90 C at 3 ln 4 = 4.16 s, 100 C at 3 ln 12 = 7.45 s; steps of 0.1 s.
+    power = np.tile([0.0, 0.0, 100.0], (100, 1))
+    stopped = _package()
+    assert stopped.run(np.full(100, 0.1), power, stop=True) == 27
+    assert stopped.throttle.state == 1 and stopped.rate == pytest.approx(0.9e10)
+    assert stopped.clock == pytest.approx(2.7, rel=1e-12)
+    few = _package()                         # 8 steps or fewer are taken one by one: 80 C is crossed in the 3rd
+    assert few.run(np.full(5, 1.0), power[:5], stop=True) == 3 and few.throttle.state == 1
+    queued = _package()
+    assert queued.run(np.full(100, 0.1), power) == 100
+    assert queued.clock == pytest.approx(10.0, rel=1e-12)
+    assert queued.rate == 0.0 and queued.throttle.state == 3
+    assert queued.residency == pytest.approx([2.7, 4.2 - 2.7, 7.5 - 4.2, 10 - 7.5], rel=1e-9)
+    assert [state for *_, state in queued.trace[24:27]] == [0, 0, 1]   # after 2.5, 2.6, 2.7 s
+
+
+def test_a_package_restored_from_a_snapshot_is_where_it_was() -> None:
+    package = _package()
+    package.run(np.full(12, 4320.0), np.tile([0.0, 0.0, 5.0], (12, 1)))     # 14.4 h: one refresh
+    saved, trace = package.snapshot(), list(package.trace)
+    temps, counters = package.thermal.temps.copy(), dict(package.counters)
+    package.run(np.full(30, 4320.0), np.tile([0.0, 0.0, 50.0], (30, 1)))
+    package.flush()
+    assert package.counters != counters
+    package.restore(saved)
+    assert package.thermal.temps.tolist() == temps.tolist() and package.counters == counters
+    assert package.trace == trace and package.clock == trace[-1][0]
+    assert package.retention.aging == pytest.approx(0.6) and package.retention.refreshed == 1
+    assert package.residency == [pytest.approx(12 * 4320.0), 0.0, 0.0, 0.0]
 
 
 # ----- layout -------------------------------------------------------------------------------------------
@@ -319,6 +455,16 @@ def test_popular_experts_are_picked_more_and_top_k_picks_the_largest_keys(top_k:
     # An expert too unpopular to be drawn in the estimate is never touched.
     rare = Router(RoutingModel(64, 1, 8.0), 1)
     assert rare.inclusion.min() == 0.0 and rare.inclusion.shape == (1, 64)
+
+
+def test_each_token_picks_the_top_k_experts_of_its_perturbed_weights() -> None:
+    # Gumbel top-k: the k largest of log weight + Gumbel noise, the noise drawn from the router's generator.
+    router = Router(RoutingModel(16, 3, 1.0, seed=5), 1)
+    noise = np.random.default_rng()
+    noise.bit_generator.state = router.state()
+    keys = router.log_weights + noise.gumbel(size=(50, 16))
+    expected = router.ranking[0][np.argsort(-keys, axis=1)[:, :3]]
+    np.testing.assert_array_equal(np.sort(router.choices(50)[0], axis=1), np.sort(expected, axis=1))
 
 
 def test_a_batch_touches_each_expert_with_one_minus_the_chance_no_token_picks_it() -> None:

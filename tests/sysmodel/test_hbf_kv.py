@@ -4,8 +4,11 @@ import pytest
 
 from basedie.cli import main
 from sysmodel.hardware import PAPER_HARDWARE, with_overrides
-from sysmodel.hbf.kv import KVFrames
+from sysmodel.errors import ConfigError
+from sysmodel.hbf.kv import PREFIX, KVFrames, kv_block_bytes
 from sysmodel.hbf.layout import GIB, Layout
+from sysmodel.llm import LLM
+from sysmodel.operators import Shard
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.workload import FixedBatch
 
@@ -109,3 +112,66 @@ def test_bad_shared_prefix_is_one_line_exit_2_nothing_written(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not out.exists()
+
+
+# ----- counted by hand on 2 layers of 1 KiB per token (4 tokens a page, a 16-token block 8 pages) ------------
+def _frames(capacity: int = 4, prefix: int = 0, prefix_in_hbf: bool = False) -> KVFrames:
+    return KVFrames(layers=2, layer_token_bytes=1024, capacity=capacity, prefix_tokens=prefix, own_in_hbf=True,
+                    prefix_in_hbf=prefix_in_hbf)
+
+
+@pytest.mark.parametrize(("first", "last", "pages"), [
+    (5, 5, 0), (9, 5, 0),          # no token
+    (5, 9, 2 * 2),                 # bytes 5,120..9,215: pages 1 and 2 of each layer
+    (0, 1, 2 * 1), (4, 8, 2 * 1),  # one page, from its start
+    (0, 16, 2 * 4),
+])
+def test_the_pages_holding_tokens_of_a_block_are_whole_pages_per_layer(first: int, last: int, pages: int) -> None:
+    assert _frames().pages(first, last) == pages
+
+
+def test_a_region_of_fewer_than_no_blocks_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        _frames(capacity=-1)
+    assert str(error.value) == "KV frame region must hold >= 0 blocks, got -1"
+
+
+@pytest.mark.parametrize(("past", "prefix_in_hbf"), [(17, False), (18, False), (17, True)])
+def test_appending_to_a_block_not_in_the_region_reads_its_older_tokens_first(past: int, prefix_in_hbf: bool) -> None:
+    """A 17-token prefix; the sequence's own tokens start at token 17 (block 1). A chunk of 4 new tokens after
+    `past` tokens: with past = 17 nothing of its own is read before (its first own token is new); with 18, token
+    17 of block 1 is read (a miss) and the new tokens are written into it (a hit). Either way the block's older
+    tokens (17 or 18 of them, one page per layer) come from the media once, after the prefix's: from HBM, or
+    from HBF (block 0 whole, 8 pages, and block 1's one token, 2 pages: two more misses)."""
+    kv = _frames(prefix=17, prefix_in_hbf=prefix_in_hbf)
+    kv.iteration([(1, past, 4)], {1})
+    prefix_pages = 8 + 2 if prefix_in_hbf else 0
+    assert kv.counts["hbm_read_bytes"] == (0 if prefix_in_hbf else 17 * 2 * 1024)
+    assert kv.counts["media_read_pages"] == prefix_pages + 2 * 1    # + page 0 of block 1, each layer
+    misses, hits = (1, 0) if past == 17 else (1, 1)
+    assert (kv.counts["misses"], kv.counts["hits"]) == (misses + (2 if prefix_in_hbf else 0), hits)
+    assert kv.counts["written_tokens"] == 4
+    assert kv.frames[(1, 1)] == (past - 16 + 4, past - 16)       # filled, dirty from the first new token
+    assert (1, 0) not in kv.frames                               # block 0 is all prefix: never the sequence's
+
+
+def test_a_block_written_again_while_in_the_region_stays_dirty_from_its_first_write() -> None:
+    kv = _frames()
+    kv.iteration([(1, 0, 17)], {1})        # blocks 0 and 1 written (misses); block 1 dirty from its token 0
+    kv.iteration([(1, 17, 1)], {1})        # blocks 0 and 1 read (hits), token 17 into block 1 (a hit)
+    assert kv.frames[(1, 1)] == (2, 0)
+    assert (kv.counts["hits"], kv.counts["misses"]) == (3, 2)
+
+
+def test_the_prefix_blocks_are_kept_under_the_prefix_id_and_read_from_their_first() -> None:
+    kv = _frames(prefix=32, prefix_in_hbf=True)
+    kv.iteration([(1, 48, 1)], {1})        # prefix blocks 0, 1; own block 2 read (16 tokens), token 48 into block 3
+    assert list(kv.frames) == [(PREFIX, 0), (PREFIX, 1), (1, 2), (1, 3)]
+    assert kv.counts["media_read_pages"] == 3 * 8
+
+
+def test_a_kv_block_spans_whole_pages_per_layer() -> None:
+    # 1 KV head of 80 values, FP16: 2 x 80 x 2 B = 320 B per token and layer, 5,120 B per 16-token block: two
+    # 4 KiB pages per layer.
+    model = LLM("kv80", layers=3, hidden=80, heads=1, kv_heads=1, head_dim=80, ffn=64, vocab=10, gated_mlp=True)
+    assert kv_block_bytes(Shard(model, 1)) == 3 * 2 * 4096

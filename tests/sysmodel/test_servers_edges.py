@@ -199,3 +199,23 @@ def test_a_block_runs_to_the_next_finishing_request_unless_a_request_can_join(sh
     loop.run()
     assert reads == [[9, 10, 11], [9, 10]]
     assert a.token_times[1:] == [1.0, 2.0, 3.0] and b.token_times[1:] == [4.0, 5.0]
+
+
+def test_a_server_idle_on_the_shared_memory_is_no_co_runner() -> None:
+    # A decode server alone at work on a memory it shares with an idle prefill server: its iterations are
+    # priced alone (no co-runners' loads given), 1 s each.
+    asked = []
+
+    def cost(work, scale=1.0, loads=None, share=None) -> Cost:
+        asked.append(loads)
+        return Cost(per_iteration(1.0, work) / scale, 0.0, 0.0, 0.0, per_iteration(1.0, work))
+
+    loop = EventLoop()
+    memory = SharedMemory(MemoryTier("m", 1, 1.0, 0.0, 0.0))
+    PrefillServer(loop, "prefill", cost, account(), memory=memory, kv=KVPool(100, "p"), handoff=lambda r: None)
+    decode = DecodeServer(loop, "decode", cost, account(), memory=memory, kv=KVPool(100, "d"), max_batch=4,
+                          finished=lambda r: None)
+    decoding = decoded(Request(0, 0.0, 8, 3), 8)
+    decode.submit(decoding)
+    loop.run()
+    assert decoding.token_times == [0.0, 1.0, 2.0] and asked == [None]

@@ -261,8 +261,9 @@ async def arbitration_grid(dut):
                 answers = (list(h.probes["gpu_resp"].cycles), list(h.probes["buf_wr"].cycles))
                 raw.append((policy, gpu_load, pnm_load, start, [t for t, _ in h.offered.gpu], pnm_offers,
                             gpu_issue, pnm_issue, _latencies(h), answers))
-    base_gpu = min(min(_delays(r[4], r[6])) for r in raw)
-    base_pnm = min(min(_delays(r[5], r[7])) for r in raw)
+    # Over the requests of every point: a short (Icarus) point may offer no 32-request PNM tensor at all.
+    base_gpu = min(d for r in raw for d in _delays(r[4], r[6]))
+    base_pnm = min(d for r in raw for d in _delays(r[5], r[7]))
     points = [_grid_point(run, base_gpu, base_pnm, grid_cycles) for run in raw]
     # Worst waits of the unfavoured source where the stack is not oversubscribed (nominal offered loads sum
     # below 1): what strict priority alone costs it. Oversubscribed, its backlog grows with the run length.

@@ -221,7 +221,8 @@ def _grid_point(run: tuple, base_gpu: int, base_pnm: int, grid_cycles: int) -> d
     if policy == "decode_first":
         assert point["pnm_wait_max"] <= 1, point
     if policy == "mixed" and gpu_load == pnm_load == 1.0:
-        assert abs(point["gpu_share"] - MIXED_WEIGHTS[0] / sum(MIXED_WEIGHTS)) <= 0.02, point  # Bernoulli offers
+        # Bernoulli offers and the PNM's gaps between tensors: 20 cycles' worth of the window (0.02 of 1,000).
+        assert abs(point["gpu_share"] - MIXED_WEIGHTS[0] / sum(MIXED_WEIGHTS)) <= 20 / grid_cycles, point
     idle = _idle_while_waiting(start, [(t + base_gpu, i) for t, i in zip(gpu_offer, gpu_issue)]
                                + [(t + base_pnm, i) for t, i in zip(pnm_offer, pnm_issue)], gpu_issue + pnm_issue)
     assert not idle, f"{point}: the controller slot went unused at cycles {idle[:10]} with requests waiting"

@@ -397,12 +397,6 @@ def _verify(args) -> int:
 
     names = [name for block in args.blocks for name in _block_names(block)]
     memory = _memory_model(args.memory_model, names)
-    if args.simulator == "icarus":
-        for option, given in (("--memory-model", memory not in (None, "ideal")), ("--soak", args.soak is not None)):
-            if given:
-                raise UsageError(f"{option} applies to Verilator runs, which measure the figures")
-        return _check_icarus(names, args)
-    table = args.table or TABLE_PATH
     overrides = _parse_overrides(args.param)
     params = None
     if overrides:
@@ -414,6 +408,12 @@ def _verify(args) -> int:
             params = BLOCKS[names[0]].params.from_strings(overrides)
         except (ValueError, TypeError) as error:
             raise UsageError(f"{names[0]}: {error}") from None
+    if args.simulator == "icarus":
+        for option, given in (("--memory-model", memory not in (None, "ideal")), ("--soak", args.soak is not None)):
+            if given:
+                raise UsageError(f"{option} applies to Verilator runs, which measure the figures")
+        return _check_icarus(names, params, args)
+    table = args.table or TABLE_PATH
     if args.soak is not None:
         return _soak(names, params, table, args, memory)
     runs, remeasured = planned_runs(names, params, args.quick, table, memory)
@@ -483,14 +483,16 @@ def _memory_model(model: str | None, names: list[str]) -> str | None:
     return model
 
 
-def _check_icarus(names: list[str], args) -> int:
+def _check_icarus(names: list[str], params, args) -> int:
+    """Every bench run of `names` under Icarus, or only `params` (the --param set of one block)."""
     from rtl.registry import BLOCKS
     from tb.icarus import check
     from tb.runner import ToolchainError, run_name
 
     started = time.monotonic()
     try:
-        runs = check(names, waves=args.waves, jobs=args.jobs)
+        runs = check(names, waves=args.waves, jobs=args.jobs,
+                     runs=None if params is None else [(names[0], params.as_dict())])
     except ToolchainError as error:
         raise UsageError(str(error)) from None
     for name, config in runs:

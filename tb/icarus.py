@@ -16,10 +16,12 @@ def check_one(block_name: str, config: dict, waves: bool = False) -> tuple[str, 
     return block_name, config
 
 
-def check(block_names: list[str], waves: bool = False, jobs: int = 1) -> list[tuple[str, dict]]:
-    """Run every bench run of these blocks under Icarus, `jobs` at a time; raises on the first failure."""
+def check(block_names: list[str], waves: bool = False, jobs: int = 1,
+          runs: list[tuple[str, dict]] | None = None) -> list[tuple[str, dict]]:
+    """Run every bench run of these blocks (or `runs`, block and parameters) under Icarus, `jobs` at a time;
+    raises on the first failure."""
     prepare_toolchain("icarus")  # one clear message before any bench starts
-    runs = bench_runs(block_names)
+    runs = bench_runs(block_names) if runs is None else runs
     if jobs <= 1:
         return [check_one(name, config, waves) for name, config in runs]
     with ProcessPoolExecutor(jobs) as pool:

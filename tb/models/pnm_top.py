@@ -172,19 +172,14 @@ def elementwise(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
         b = np.repeat(_fp32(buffer, fields["b"], shape.row_bytes, m), n)
     else:
         b = _fp32(buffer, fields["b"], shape.row_bytes, count)
-    zero = np.zeros(count, np.uint32)
-    if fields["kind"] != VOP or not fields["reduce"]:
-        results = vector_model.elementwise(fields["op"], a, b, zero, zero)[0]
-        if fields["kind"] == VOP and fields["narrow"]:   # FP16 results, nearest even
-            _fp16(buffer, fields["d"], shape.row_bytes, count)[:] = fp.narrow(results, "fp16", "nearest_even")
-        else:
-            _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = results
-        return
-    beats = [vector_model.Beat(fields["op"], fields["reduce"], int((q + 1) % (n // width) == 0),
-                               np.stack([a[q * width:(q + 1) * width], b[q * width:(q + 1) * width],
-                                         zero[:width], zero[:width]]))
-             for q in range(count // width)]
-    _fp32(buffer, fields["d"], shape.row_bytes, m)[:] = [out[0, 0] for out in vector_model.run(beats)]
+    results = _op(fields["op"], a, b)
+    if fields["kind"] == VOP and fields["reduce"]:
+        _fp32(buffer, fields["d"], shape.row_bytes, m)[:] = [_fold(results[j * n:(j + 1) * n], fields["reduce"],
+                                                                   width) for j in range(m)]
+    elif fields["kind"] == VOP and fields["narrow"]:   # FP16 results, nearest even
+        _fp16(buffer, fields["d"], shape.row_bytes, count)[:] = fp.narrow(results, "fp16", "nearest_even")
+    else:
+        _fp32(buffer, fields["d"], shape.row_bytes, count)[:] = results
 
 
 def run(words: list[int], start: int, config: control.Config, shape: Shape, memory: np.ndarray,

@@ -15,6 +15,7 @@ from ..models import pnm_controller as control
 from ..models import pnm_top as model
 from . import decode
 from .harness import PROTECTED, Harness
+from .rows import Rows
 
 BARRIER, DONE = Instruction(Opcode.BARRIER.value), Instruction(Opcode.DONE.value)
 INPUTS, OUTPUTS = 0x1000, 0x8000   # memory: operands above the protected region; results
@@ -27,26 +28,8 @@ def _record(h: Harness, **figures) -> None:
     bench.record(**figures, **CHECKED, vectors_checked=CHECKED["bytes_checked"])
 
 
-class Rows:
-    """Buffer rows handed out in order, each operand on a tile boundary (the array sequencer needs its a and b
-    there) and memory addresses beside them."""
-
-    def __init__(self, h: Harness) -> None:
-        self.h, self.next_row, self.next_address = h, 0, INPUTS
-        self.align = max(1, h.params.tile_bytes // h.params.row_bytes)
-
-    def take(self, nbytes: int) -> int:
-        row = self.next_row
-        rows = -(-nbytes // self.h.params.row_bytes)
-        self.next_row = -(-(row + rows) // self.align) * self.align
-        return row
-
-    def operand(self, values) -> tuple[int, list[Instruction]]:
-        """Rows holding `values`, loaded from fresh memory: the row and its LOADs."""
-        row, address = self.take(values.nbytes), self.next_address
-        self.next_address += -(-values.nbytes // 64) * 64
-        self.h.put(address, values)
-        return row, self.h.load(row, address, values.nbytes)
+def _rows(h: Harness) -> Rows:
+    return Rows(h.put, h.params.row_bytes, h.params.tile_bytes, h.params.mmu_params().max_tensor_bytes, INPUTS)
 
 
 def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, reduce: Reduce) -> list[Instruction]:
@@ -54,7 +37,7 @@ def layer_program(h: Harness, m: int, n: int, tiles: int, act: Op, vop: Op, redu
     another tensor, a reduction of each vector (of its squares, RMSNorm's first step, or its maximum, softmax's),
     a product with one scale per vector (broadcast), attention scores of one sublane's head dimension over keys
     that end in a partial tile, P·V with V transposed; every result stored."""
-    p, rows = h.params, Rows(h)
+    p, rows = h.params, _rows(h)
     k = tiles * p.width
     x_row, program = rows.operand(h.fp16(m, k))
     w_row, loads = rows.operand(h.fp16(n, k))
@@ -105,7 +88,7 @@ def online_program(h: Harness, m: int, n: int, k: int) -> list[Instruction]:
     the empty state), RMSNorm of m vectors of n, and the FlashDecoding merge of two partials of k per head; every
     state, P (FP16), α, output and the merge's scratch stored. And a GEMV of normalised activations: NORM of one
     tile's length, converted to FP16 (VOP MAX(x, x) with `narrow`), times three weight rows."""
-    rows = Rows(h)
+    rows = _rows(h)
     empty = np.tile(np.array([-np.inf, 0], np.float32), m)
     partials = [np.stack([h.fp32(m), np.abs(h.fp32(m)) + 0.5], axis=1).reshape(-1) for _ in range(2)]
     program = []
@@ -183,7 +166,7 @@ async def timing(dut):
     await bench.start(dut)
     h.surroundings(0.0, (4, 4))
     stated = BLOCKS["pnm"].build(h.params)
-    p, rows = h.params, Rows(h)
+    p, rows = h.params, _rows(h)
     tensor = p.mmu_params().max_tensor_bytes
     mark = len(h.mc_probe.cycles)
     await h.run(h.load(0, INPUTS, tensor) + [DONE])
@@ -234,7 +217,7 @@ async def stops(dut):
     the program runs to DONE and `unit_error`/`unit_id` name the first refused one."""
     h = Harness(dut, seed=3)
     await bench.start(dut)
-    p, rows = h.params, Rows(h)
+    p, rows = h.params, _rows(h)
     x_row, loads = rows.operand(h.fp32(1, 8))
     y = rows.take(32)
     good = [*loads, BARRIER, Instruction(Opcode.ACT.value, func=act_func(Op.SILU), d=y, a=x_row, n=8, m=1), BARRIER,

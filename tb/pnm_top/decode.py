@@ -8,30 +8,11 @@ import numpy as np
 from rtl.pnm_controller.isa import Instruction, Opcode, vop_func
 from rtl.pnm_vector.ports import Op
 
+from .rows import Rows
+
 ROW, TILE = 4, 8                                           # bytes per row, FP16 per lane tile
 HIDDEN, HEADS, HEAD_DIM, CACHED, BLOCK = 16, 2, 8, 12, 16  # the new token is token 12 of a 16-token block
 BARRIER = Instruction(Opcode.BARRIER.value)
-
-
-class Layout:
-    """Buffer rows on tile boundaries, memory from `address` on (each input placed by `put`), and the LOADs
-    (at most `max_tensor` bytes each) that bring the inputs in."""
-
-    def __init__(self, put, address: int, max_tensor: int) -> None:
-        self.put, self.row, self.address, self.max_tensor, self.loads = put, 0, address, max_tensor, []
-
-    def take(self, nbytes: int) -> int:
-        row = self.row
-        self.row += -(-nbytes // (2 * TILE)) * (2 * TILE) // ROW
-        return row
-
-    def input(self, values: np.ndarray) -> int:
-        row, address = self.take(values.nbytes), self.address
-        self.put(address, values)
-        self.address += -(-values.nbytes // 64) * 64
-        self.loads += [Instruction(Opcode.LOAD.value, n=min(self.max_tensor, values.nbytes - o), d=row + o // ROW,
-                                   address=address + o) for o in range(0, values.nbytes, self.max_tensor)]
-        return row
 
 
 @dataclass(frozen=True)
@@ -59,20 +40,26 @@ def attention(rng: np.random.Generator, put, address: int, max_tensor: int) -> A
     scale = np.float32(1 / np.sqrt(HEAD_DIM))
     mask = np.where(np.arange(BLOCK) <= CACHED, 0, -np.inf).astype(np.float32)
 
-    lay = Layout(put, address, max_tensor)
-    x_row, g_row = lay.input(x), lay.input(gains)
-    c_row = lay.input(np.array([1 / HIDDEN, 1e-5], np.float32))
-    wq_row, wk_row, wv_row = lay.input(wq), lay.input(wk), lay.input(wv)
-    k_row, vt_row = lay.input(keys), lay.input(np.ascontiguousarray(values.T))   # K token-major, V transposed
-    scale_row = lay.input(np.full(HEADS, scale, np.float32))
-    mask_row = lay.input(np.tile(mask, HEADS))
-    state_row = lay.input(np.tile(np.array([-np.inf, 0], np.float32), HEADS))
+    lay, inputs = Rows(put, ROW, 2 * TILE, max_tensor, address), []
+
+    def input(values: np.ndarray) -> int:
+        row, loads = lay.operand(values)
+        inputs.extend(loads)
+        return row
+
+    x_row, g_row = input(x), input(gains)
+    c_row = input(np.array([1 / HIDDEN, 1e-5], np.float32))
+    wq_row, wk_row, wv_row = input(wq), input(wk), input(wv)
+    k_row, vt_row = input(keys), input(np.ascontiguousarray(values.T))   # K token-major, V transposed
+    scale_row = input(np.full(HEADS, scale, np.float32))
+    mask_row = input(np.tile(mask, HEADS))
+    state_row = input(np.tile(np.array([-np.inf, 0], np.float32), HEADS))
     normed, normed16 = lay.take(4 * HIDDEN), lay.take(2 * HIDDEN)
     q, q16, k_new, v_new = (lay.take(4 * HEADS * HEAD_DIM) for _ in range(4))
     scores, p16, alpha, out = (lay.take(4 * HEADS * BLOCK) for _ in range(4))
     p_new, weighted, inverse = (lay.take(4 * HEAD_DIM) for _ in range(3))
     new_key_row = k_row + CACHED * HEAD_DIM * 2 // ROW
-    program = [*lay.loads, BARRIER,
+    program = [*inputs, BARRIER,
                Instruction(Opcode.NORM.value, d=normed, a=x_row, b=g_row, c=c_row, n=HIDDEN, m=1), BARRIER,
                _vop(Op.MAX, normed16, normed, normed, HIDDEN, narrow=True), BARRIER,
                Instruction(Opcode.GEMV.value, d=q, a=normed16, b=wq_row, n=HEADS * HEAD_DIM, k=HIDDEN, m=1),

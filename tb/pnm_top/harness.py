@@ -18,6 +18,7 @@ from ..models import mmu as mmu_model
 from ..models import pnm_controller as control
 from ..models import pnm_top as model
 from ..payload import Packer
+from . import rows
 
 PROTECTED = (0x0000, 0x1000)   # model parameters: stores there fault (the MMU's first protected region)
 STOPPED = {State.DONE.value: "done", State.ERROR.value: "error"}
@@ -129,9 +130,7 @@ class Harness:
     # ---- programs ---------------------------------------------------------------------------------------
     def load(self, row: int, address: int, size: int) -> list[Instruction]:
         """LOADs of `size` bytes into rows `row`, …, cut into tensors the MMU takes (max_sub_requests rows)."""
-        step = self.params.mmu_params().max_tensor_bytes
-        return [Instruction(Opcode.LOAD.value, n=min(step, size - off), d=row + off // self.params.row_bytes,
-                            address=address + off) for off in range(0, size, step)]
+        return rows.loads(row, address, size, self.params.row_bytes, self.params.mmu_params().max_tensor_bytes)
 
     def store(self, row: int, address: int, size: int) -> list[Instruction]:
         return [Instruction(Opcode.STORE.value, n=i.n, d=i.d, address=i.address)

@@ -497,7 +497,7 @@ def _check_icarus(names: list[str], params, args) -> int:
         raise UsageError(str(error)) from None
     for name, config in runs:
         print(f"passed under icarus: {run_name(name, BLOCKS[name].params(**config))}")
-    print(f"{len(runs)} bench runs passed under Icarus in {time.monotonic() - started:.0f} s; table not written "
+    print(f"{_runs(len(runs))} passed under Icarus in {time.monotonic() - started:.0f} s; table not written "
           "(figures come from Verilator)")
     return 0
 
@@ -735,6 +735,10 @@ def _effect_suffix(args) -> str:
             + (f"_decode-{args.decode_hardware}" if args.decode_hardware else ""))
 
 
+def _runs(count: int) -> str:
+    return f"{count} bench run" if count == 1 else f"{count} bench runs"
+
+
 def _print_summary(entries, seconds: float, table: Path) -> None:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
@@ -750,4 +754,4 @@ def _print_summary(entries, seconds: float, table: Path) -> None:
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    print(f"{len(entries)} bench runs passed in {seconds:.0f} s; figures written to {table}")
+    print(f"{_runs(len(entries))} passed in {seconds:.0f} s; figures written to {table}")

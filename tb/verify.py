@@ -41,8 +41,11 @@ def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list
 
 
 def module_runs(module: str) -> list[tuple[str, dict]]:
-    """The (block, parameters) pairs `pytest` proves with the bench `module` (its `configs`, not `verify_only`)."""
-    return bench_runs([name for name, bench in BENCHES.items() if bench.module == module], include_verify_only=False)
+    """The (block, parameters) pairs `pytest` proves with the bench `module` under Verilator (its `configs`, less
+    `pytest_leaves`; not `verify_only`)."""
+    return [(name, config) for name, config in bench_runs([name for name, bench in BENCHES.items()
+                                                           if bench.module == module], include_verify_only=False)
+            if config not in BENCHES[name].pytest_leaves]
 
 
 def run_ids(runs: list[tuple[str, dict]]) -> list[str]:

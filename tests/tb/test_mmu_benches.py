@@ -13,7 +13,7 @@ from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run, measure
-from tests.tb.planted import throttled
+from tests.tb.planted import needs_icarus, throttled
 
 pytestmark = pytest.mark.verilator
 
@@ -32,6 +32,7 @@ def test_bench(block_name: str, config: dict) -> None:
     assert figures["vectors_checked"] > 1000
 
 
+@needs_icarus
 def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
     """Plant the bug the protection check exists for: the LSU lets every instruction through. A narrow, small
     configuration builds in a fraction of the default's time and runs the same protection test."""
@@ -39,21 +40,22 @@ def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "protection_faults")  # the one test that needs to see it
     # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("mmu", BENCHES["mmu"].module, SMALL, runs=tmp_path)
+        run_bench("mmu", BENCHES["mmu"].module, SMALL, runs=tmp_path, simulator="icarus")
     results = ET.parse(next(tmp_path.glob("mmu-*/results.xml")))
     assert {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None} \
         == {"protection_faults"}
 
 
+@needs_icarus
 def test_an_mmu_issuing_every_other_cycle_halves_its_measured_rate_and_doubles_its_ii(monkeypatch, tmp_path) -> None:
     """Plant a slower issue path (the MC request port transfers only every other cycle): the saturated
     throughput test fails, and the rate and II it measured say why. (The default parameters: SMALL's 4-deep
     queues cannot keep the issue register busy every cycle.)"""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "saturated_throughput")
-    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full")
+    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full", simulator="icarus")
     monkeypatch.setitem(BLOCKS, "mmu", throttled("mmu", "mc_req"))
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "slow")
+        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "slow", simulator="icarus")
     slow = json.loads(next((tmp_path / "slow").glob("mmu*/figures.json")).read_text())
     assert (full["initiation_interval"], full["requests_per_cycle_saturated"]) == (1, 1.0)
     assert slow["initiation_interval"] == 2

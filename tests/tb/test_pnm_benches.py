@@ -9,7 +9,7 @@ from rtl.registry import BLOCKS
 from tb.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run, measure
-from tests.tb.planted import throttled
+from tests.tb.planted import needs_icarus, throttled
 
 pytestmark = pytest.mark.verilator
 
@@ -31,15 +31,16 @@ def test_bench(block_name: str, config: dict) -> None:
         assert figures["utilization_attention_gqa1"] < figures["utilization_attention_gqa8"] <= 1
 
 
+@needs_icarus
 def test_a_lane_taking_a_beat_every_other_cycle_halves_its_measured_mac_rate(monkeypatch, tmp_path) -> None:
     """Plant a slower datapath (the lane's input transfers only every other cycle): the bench fails its II
     check, and the MACs it counts from the consumed operands halve with the rate."""
     params = BLOCKS["pnm_lane"].params(width=2, sublane_width=1)
     monkeypatch.setenv("COCOTB_TEST_FILTER", "latency_and_initiation_interval")
-    full = run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "full")
+    full = run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "full", simulator="icarus")
     monkeypatch.setitem(BLOCKS, "pnm_lane", throttled("pnm_lane", "i"))
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "slow")
+        run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "slow", simulator="icarus")
     slow = json.loads(next((tmp_path / "slow").glob("pnm_lane*/figures.json")).read_text())
     # Width 2: one beat of 2 operand pairs per cycle, then one every other cycle.
     assert (full["initiation_interval"], full["operand_pairs_per_cycle"], full["macs_per_cycle"]) == (1, 1.0, 2.0)

@@ -5,7 +5,7 @@ make the bench fail."""
 import pytest
 from amaranth.hdl import Module, Mux
 from tests.tb.bench_runs import each_run, measure
-from tests.tb.planted import always_ready, failed_tests
+from tests.tb.planted import always_ready, failed_tests, needs_icarus
 
 from rtl.pnm_buffer import arbiter, buffer
 from rtl.registry import BLOCKS
@@ -37,6 +37,7 @@ def small() -> tuple[str, str, object]:
     return block_name, BENCHES[block_name].module, BLOCKS[block_name].params(**config)
 
 
+@needs_icarus
 def test_a_write_dropped_when_it_loses_a_conflict_fails_the_bench(monkeypatch, tmp_path) -> None:
     """The vector unit's writes are always accepted, and lost when the arbiter gives their bank to another
     port: the bench sees two accesses of one bank accepted in one cycle, and reads then return the old bytes.
@@ -47,6 +48,7 @@ def test_a_write_dropped_when_it_loses_a_conflict_fails_the_bench(monkeypatch, t
     assert not failed & {"each_port_alone", "every_port_on_disjoint_banks"}, failed
 
 
+@needs_icarus
 def test_writes_dropped_by_a_bank_fail_the_bench_on_their_data(monkeypatch, tmp_path) -> None:
     """Every bank ignores writes to its odd words: nothing conflicts that should not, so only the data can
     show it (reads return the old bytes), in every test that reads what it wrote."""
@@ -63,6 +65,7 @@ def test_writes_dropped_by_a_bank_fail_the_bench_on_their_data(monkeypatch, tmp_
     assert {"every_port_on_one_bank", "random_traffic"} <= failed
 
 
+@needs_icarus
 def test_an_arbiter_that_lets_conflicting_requests_share_a_bank_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every request is granted at once: a bank takes one port's word, the other read gets that word's (stale
     or foreign) bytes and the other write is lost. Alone nothing conflicts, so that test passes."""

@@ -9,6 +9,7 @@ from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run, measure
+from tests.tb.planted import needs_icarus
 
 pytestmark = pytest.mark.verilator
 
@@ -28,9 +29,10 @@ def _planted(monkeypatch, tmp_path, test: str) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", test)
     params = BLOCKS["pnm_controller"].params(**BENCHES["pnm_controller"].configs[0])
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("pnm_controller", "tb.pnm_controller.bench", params, runs=tmp_path)
+        run_bench("pnm_controller", "tb.pnm_controller.bench", params, runs=tmp_path, simulator="icarus")
 
 
+@needs_icarus
 def test_a_barrier_that_waits_for_nothing_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every unit's counter reports itself drained whatever is outstanding: a command after a BARRIER issues before
     an earlier command completed, or DONE comes early."""
@@ -44,6 +46,7 @@ def test_a_barrier_that_waits_for_nothing_fails_the_bench(monkeypatch, tmp_path)
     _planted(monkeypatch, tmp_path, "random_programs")
 
 
+@needs_icarus
 def test_a_decoder_that_ignores_the_reserved_byte_fails_the_bench(monkeypatch, tmp_path) -> None:
     original = decode._unused_nonzero
     monkeypatch.setattr(decode, "_unused_nonzero", lambda r, kind: original(r, kind) & (r.reserved == 0))

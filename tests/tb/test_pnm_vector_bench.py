@@ -10,6 +10,8 @@ from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 from tb.verify import module_runs, run_ids
 
+from tests.tb.planted import needs_icarus
+
 pytestmark = pytest.mark.verilator
 
 RUNS = module_runs("tb.pnm_vector.bench")
@@ -28,6 +30,7 @@ def test_bench(block_name: str, config: dict) -> None:
     assert figures["output_beats_checked"] > 10 * 400
 
 
+@needs_icarus
 def test_a_polynomial_coefficient_rounded_the_wrong_way_fails_the_bench(monkeypatch, tmp_path) -> None:
     """The RTL built with exp's last coefficient one ulp off (its other rounding): the model disagrees."""
     coefficients = list(approx.EXP_POLY)
@@ -35,4 +38,5 @@ def test_a_polynomial_coefficient_rounded_the_wrong_way_fails_the_bench(monkeypa
     monkeypatch.setattr(approx, "EXP_POLY", tuple(coefficients))
     monkeypatch.setenv("COCOTB_TEST_FILTER", "bit_exact")
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("pnm_vector", "tb.pnm_vector.bench", BLOCKS["pnm_vector"].params(width=1), runs=tmp_path)
+        run_bench("pnm_vector", "tb.pnm_vector.bench", BLOCKS["pnm_vector"].params(width=1), runs=tmp_path,
+                  simulator="icarus")

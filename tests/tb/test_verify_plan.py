@@ -7,7 +7,7 @@ from basedie.verified import VerifiedEntry, store
 from rtl.pnm.params import LaneParams
 from tb.benches import BENCHES
 from tb.progress import Progress, read_timings
-from tb.verify import Run, planned_runs, stated_seconds
+from tb.verify import Run, module_runs, planned_runs, stated_seconds
 
 
 def test_quick_runs_only_the_small_configs_and_keeps_other_entries(tmp_path) -> None:
@@ -15,6 +15,17 @@ def test_quick_runs_only_the_small_configs_and_keeps_other_entries(tmp_path) -> 
     assert [(r.block, r.config) for r in runs] == [("pnm_lane", c) for c in BENCHES["pnm_lane"].configs] + [
         ("dqb", c) for c in BENCHES["dqb"].configs]
     assert remeasured == ()
+
+
+def test_pytest_leaves_only_sets_whose_target_and_rounding_it_proves_in_another(tmp_path) -> None:
+    """fp32_narrow: pytest proves FP16 to nearest even and BF16 toward zero under Verilator; `basedie verify`, quick
+    or not, proves all four sets."""
+    narrow = [config for block, config in module_runs("tb.fp.bench") if block == "fp32_narrow"]
+    assert narrow == [{"target": "fp16", "rounding": "nearest_even"}, {"target": "bf16", "rounding": "toward_zero_ftz"}]
+    assert [r.config for r in planned_runs(["fp32_narrow"], None, True, tmp_path / "t.json")[0]] == \
+        list(BENCHES["fp32_narrow"].configs) and len(BENCHES["fp32_narrow"].configs) == 4
+    for bench in BENCHES.values():
+        assert all(config in bench.configs for config in bench.pytest_leaves), bench.block
 
 
 def test_a_named_set_runs_alone_and_a_full_verify_re_measures_it(tmp_path) -> None:

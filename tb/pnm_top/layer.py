@@ -113,7 +113,8 @@ def mirror(t: Tensors, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
         v_i·r²·mean(v·dv)))."""
         r = 1 / np.sqrt(np.mean(v ** 2, axis=-1, keepdims=True) + EPS)
         n = v.shape[-1]
-        return v * r * gains, (gains * r) ** 2 * (var + v ** 2 * r ** 4 * np.sum(v ** 2 * var, -1, keepdims=True) / n ** 2)
+        spread = v ** 2 * r ** 4 * np.sum(v ** 2 * var, -1, keepdims=True) / n ** 2
+        return v * r * gains, (gains * r) ** 2 * (var + spread)
 
     def project(w, v, var):
         return v @ f(w).T, var @ (f(w) ** 2).T
@@ -153,14 +154,9 @@ def mirror(t: Tensors, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     return x1 + down, 1.25 * SIGMAS * (np.sqrt(var_y) + np.sqrt(var_down))   # x1 and down are correlated
 
 
-@dataclass
 class Program:
-    """A program being written: its instructions, buffer rows and memory (`Rows`), and the machine it is for."""
-    rows: Rows
-    shape: model.Shape
-    config: control.Config
-    code: list
-
+    """A program being written: its instructions (`code`), buffer rows and memory (`rows`), and the machine it is
+    for."""
     def __init__(self, shape: model.Shape, config: control.Config, put, address: int) -> None:
         assert shape.row_bytes == 4, "the attention's per-head scalars are addressed one FP32 per row"
         self.rows = Rows(put, shape.row_bytes, shape.tile_bytes, config.max_tensor_bytes, address)
@@ -370,7 +366,7 @@ def flash_split(rng: np.random.Generator, layer: Layer, shape: model.Shape, conf
         return {pair: tuple(p.rows.place(np.zeros(size // 4, np.float32)) for size in sizes) for pair in pairs}
 
     partials = [results(state_bytes, o_bytes) for _ in range(2)]
-    merged, unsplit = results(state_bytes, o_bytes), results(o_bytes)
+    merged, unsplit = results(state_bytes, o_bytes), {pair: address for pair, (address,) in results(o_bytes).items()}
     middle = lay.blocks // 2
     runs = []
 
@@ -386,7 +382,8 @@ def flash_split(rng: np.random.Generator, layer: Layer, shape: model.Shape, conf
     for half, blocks in enumerate((range(middle), range(middle, lay.blocks))):
         for pair in pairs:
             state, out = attend(pair, blocks, half == 1)
-            p.code += [*divide(out, state, p.rows.take(4), heads, dim), *p.rows.store(state, partials[half][pair][0], state_bytes),
+            p.code += [*divide(out, state, p.rows.take(4), heads, dim),
+                       *p.rows.store(state, partials[half][pair][0], state_bytes),
                        *p.rows.store(out, partials[half][pair][1], o_bytes), BARRIER]
             p.rows.release(0)
         runs.append(p.parts())
@@ -406,12 +403,12 @@ def flash_split(rng: np.random.Generator, layer: Layer, shape: model.Shape, conf
     p.code = []
     for pair in pairs:
         state, out = attend(pair, range(lay.blocks), True)
-        p.code += [*divide(out, state, p.rows.take(4), heads, dim), *p.rows.store(out, unsplit[pair][0], o_bytes),
+        p.code += [*divide(out, state, p.rows.take(4), heads, dim), *p.rows.store(out, unsplit[pair], o_bytes),
                    BARRIER]
         p.rows.release(0)
     runs.append(p.parts())
     values = {pair: np.vstack([t.values[pair].astype(np.float32), decode_token[pair][1:]]) for pair in pairs}
-    return Split(tuple(runs), pairs, heads, dim, tuple(partials), merged, {pair: unsplit[pair][0] for pair in pairs}, values)
+    return Split(tuple(runs), pairs, heads, dim, tuple(partials), merged, unsplit, values)
 
 
 def merge_mirror(memory: np.ndarray, split: Split, pair: tuple) -> np.ndarray:

@@ -89,7 +89,17 @@ U = 2.0 ** -11   # FP16's unit roundoff (nearest even)
 SIGMAS = 6       # the bound in standard deviations of the rounding error (`mirror`)
 
 
-def mirror(t: Tensors, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Exact:
+    """The float64 mirror's results, each with its bound (`mirror`)."""
+    out: np.ndarray      # batch × hidden
+    bound: np.ndarray
+    key: np.ndarray      # the decode token's key and value, batch × groups·head_dim, before FP16
+    value: np.ndarray
+    kv_bound: tuple      # the key's and the value's bounds, the key's including its FP16 rounding
+
+
+def mirror(t: Tensors, layer: Layer) -> Exact:
     """The layer in float64 from its definition: x + Wo·attention(RMSNorm(x)), then + the SiLU-gated MLP of the
     RMSNorm of that; attention per head over the cached keys and values and the decode token's own.
 
@@ -125,6 +135,7 @@ def mirror(t: Tensors, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     (q, var_q), (k, var_k), (v, var_v) = (project(w, h, var_h) for w in (t.wq, t.wk, t.wv))
     shape = (lay.batch, lay.heads, lay.head_dim)
     q, var_q = q.reshape(shape) / np.sqrt(lay.head_dim), var_q.reshape(shape) / lay.head_dim
+    kv_bound = (1.25 * SIGMAS * np.sqrt(var_k) + U * np.abs(k), 1.25 * SIGMAS * np.sqrt(var_v))
     var_q, var_k = var_q + rounding(q), var_k + rounding(k)
 
     def with_new(cached, new):   # the cached tokens and the decode token's, per head
@@ -151,7 +162,8 @@ def mirror(t: Tensors, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     a = silu * up
     var_a = (sigmoid * (1 + gate * (1 - sigmoid)) * up) ** 2 * var_gate + silu ** 2 * var_up + rounding(a)
     down, var_down = project(t.wd, a, var_a)
-    return x1 + down, 1.25 * SIGMAS * (np.sqrt(var_y) + np.sqrt(var_down))   # x1 and down are correlated
+    # x1 and down are correlated: their bounds add.
+    return Exact(x1 + down, 1.25 * SIGMAS * (np.sqrt(var_y) + np.sqrt(var_down)), k, v, kv_bound)
 
 
 class Program:
@@ -220,6 +232,17 @@ class Cache:
     empty: int
 
 
+def read_cache(memory: np.ndarray, cache: Cache, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
+    """The keys and values in `memory`, batch × groups × tokens (padded) × head_dim FP16 (V read back from its
+    transposed blocks)."""
+    lay, tokens = layer, layer.blocks * layer.block
+    size = 2 * tokens * lay.head_dim
+    keys, values = (np.stack([np.stack([memory[where[b, g]:where[b, g] + size].view(np.float16) for g in range(lay.groups)])
+                              for b in range(lay.batch)]) for where in (cache.keys, cache.values_t))
+    values = values.reshape(lay.batch, lay.groups, lay.blocks, lay.head_dim, lay.block).transpose(0, 1, 2, 4, 3)
+    return keys.reshape(lay.batch, lay.groups, tokens, -1), values.reshape(lay.batch, lay.groups, tokens, -1)
+
+
 def place_cache(p: Program, t: Tensors, layer: Layer) -> Cache:
     lay, tokens = layer, layer.blocks * layer.block
     keys, values_t = {}, {}
@@ -268,12 +291,35 @@ def group_attention(p: Program, layer: Layer, cache: Cache, b: int, g: int, quer
     return state
 
 
+def append_token(p: Program, layer: Layer, cache: Cache, pair: tuple, key: int, value: int, identity: int) -> None:
+    """The decode token into the cache in memory (docs/pnm-top.md: the strided store's alternative): its key
+    narrowed and STOREd as row `context` of K; its value as column `context` of the last transposed V block: the
+    block LOADed, widened to FP32 exactly by GEMVs with the identity (FP16 products by 1 and 0, sums with one
+    non-zero term), the column's head_dim elements copied in one by one (VOP MAX(v, v), n = 1: one FP32 per row),
+    the block narrowed back (FP16 → FP32 → FP16 is exact, the column rounded to nearest even) and STOREd."""
+    lay, dim, size, lanes = layer, layer.head_dim, layer.block, p.shape.lanes
+    mark = p.rows.next_row
+    key16, block, eye, wide = (p.rows.take(n) for n in (2 * dim, 2 * dim * size, 2 * size * size, 4 * dim * size))
+    last = lay.blocks - 1
+    address, column = cache.values_t[pair] + 2 * size * dim * last, lay.context - last * size
+    p.code += [_vop(Op.MAX, key16, key, key, dim, narrow=True), *p.rows.load(block, address, 2 * dim * size),
+               *p.rows.load(eye, identity, 2 * size * size), BARRIER,
+               *p.rows.store(key16, cache.keys[pair] + 2 * dim * lay.context, 2 * dim),
+               *(Instruction(Opcode.GEMV.value, d=p.at(wide, 4 * size * e), a=p.at(block, 2 * size * e), b=eye, n=size,
+                             k=size, m=min(lanes, dim - e)) for e in range(0, dim, lanes)), BARRIER,
+               *(_vop(Op.MAX, p.at(wide, 4 * (e * size + column)), p.at(value, 4 * e), p.at(value, 4 * e), 1)
+                 for e in range(dim)), BARRIER,
+               _vop(Op.MAX, block, wide, wide, dim * size, narrow=True), BARRIER,
+               *p.rows.store(block, address, 2 * dim * size), BARRIER]
+    p.rows.release(mark)
+
+
 @dataclass(frozen=True)
 class Decode:
     parts: list          # the program's pieces, each ending in DONE
     out_address: int     # the layer's output in memory, batch × hidden FP32 (stored over its input x)
-    exact: np.ndarray    # the float64 mirror
-    bound: np.ndarray    # per output, the bound on the FP16 roundings' effect (`mirror`)
+    cache: Cache         # where the KV cache is, the decode token's key and value appended by the program
+    exact: Exact         # the float64 mirror and its bounds
     instructions: int    # without the parts' DONEs
 
 
@@ -310,6 +356,11 @@ def decode_layer(rng: np.random.Generator, layer: Layer, shape: model.Shape, con
                                     range(lay.blocks), new)
             p.code += divide(out, state, p.rows.take(4), lay.per_group, lay.head_dim)
             p.rows.release(state)
+    identity = p.rows.place(np.eye(lay.block, dtype=np.float16))
+    for b in range(batch):
+        for g in range(lay.groups):
+            offset = 4 * lay.head_dim * (b * lay.groups + g)
+            append_token(p, lay, cache, (b, g), p.at(k_new, offset), p.at(v_new, offset), identity)
     o16, y = p.rows.take(2 * batch * qd), p.rows.take(4 * batch * lay.hidden)
     p.code += [_vop(Op.MAX, o16, o, o, batch * qd, narrow=True), BARRIER]
     p.gemv(y, o16, w["wo"], lay.hidden, qd, batch)
@@ -326,7 +377,7 @@ def decode_layer(rng: np.random.Generator, layer: Layer, shape: model.Shape, con
                _vop(Op.MAX, g16, gate, gate, batch * lay.ffn, narrow=True), BARRIER]
     p.gemv(y, g16, w["wd"], lay.hidden, lay.ffn, batch)
     p.code += [_vop(Op.ADD, x, x, y, batch * lay.hidden), BARRIER, *p.rows.store(x, x_address, t.x.nbytes)]
-    return Decode(p.parts(), x_address, *mirror(t, lay), len(p.code))
+    return Decode(p.parts(), x_address, cache, mirror(t, lay), len(p.code))
 
 
 @dataclass(frozen=True)

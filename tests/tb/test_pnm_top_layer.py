@@ -44,20 +44,35 @@ def test_a_decode_layer_runs_and_equals_its_float64_mirror(lay, shape, config) -
     decode = layer.decode_layer(np.random.default_rng(16), lay, shape, config, put, 0x1000)
     run(decode.parts, shape)
     got = memory[decode.out_address:decode.out_address + 4 * lay.batch * lay.hidden].view(np.float32)
-    error = np.abs(got.reshape(lay.batch, -1) - decode.exact)
+    exact = decode.exact
+    error = np.abs(got.reshape(lay.batch, -1) - exact.out)
     # The bound (6 standard deviations of the FP16 roundings' error, x 1.25; `layer.mirror`) is 4-11 x 2^-11 on
     # outputs of magnitude up to 3.7; the error seen is at most 0.27 of it (1.9 and 1.4 x 2^-11 at most).
-    assert (error <= decode.bound).all(), (error / decode.bound).max()
-    assert decode.bound.max() < 16 * layer.U
+    assert (error <= exact.bound).all(), (error / exact.bound).max()
+    assert exact.bound.max() < 16 * layer.U
     # A test that can fail: an error of 0.01 (20 x 2^-11) in every output would be outside the bound.
-    assert not (np.abs(got.reshape(lay.batch, -1) - decode.exact + 0.01) <= decode.bound).all()
+    assert not (np.abs(got.reshape(lay.batch, -1) - exact.out + 0.01) <= exact.bound).all()
+
+    # The cache for the next step: the decode token's key and value appended (row / column `context`), the rest
+    # of K and V (cached tokens and padding) unchanged bit for bit.
+    inputs = layer.tensors(np.random.default_rng(16), lay)
+    keys, values = layer.read_cache(memory, decode.cache, lay)
+    for stored, cached, new, bound in ((keys, inputs.keys, exact.key, exact.kv_bound[0]),
+                                       (values, inputs.values, exact.value, exact.kv_bound[1])):
+        before = np.zeros_like(stored)
+        before[:, :, :lay.context] = cached
+        rest = np.arange(stored.shape[2]) != lay.context
+        assert stored[:, :, rest].tobytes() == before[:, :, rest].tobytes()
+        appended = stored[:, :, lay.context].astype(np.float64).reshape(lay.batch, -1)
+        # The value's FP16 rounding is the cache's own (the attention used it in FP32): 2^-11 relative more.
+        assert (np.abs(appended - new) <= bound + layer.U * np.abs(new)).all()
 
 
 def test_the_bench_size_program_is_what_the_docs_say() -> None:
     """docs/pnm-top.md's figures for the small layer: instructions and parts of the 64-word instruction buffer."""
     _, put, _ = _machine(BENCH[1])
     decode = layer.decode_layer(np.random.default_rng(16), layer.SMALL, *BENCH, put, 0x1000)
-    assert (decode.instructions, len(decode.parts)) == (802, 13)
+    assert (decode.instructions, len(decode.parts)) == (978, 16)
 
 
 @pytest.mark.parametrize("lay,shape,config", SIZES)

@@ -286,7 +286,8 @@ async def decode_layer(dut):
     """Issue 16's decode-layer proof on the RTL (`tb.pnm_top.layer`, docs/pnm-top.md): one transformer layer's
     decode step for a batch of 2 (hidden 64, 4 query heads in 2 GQA groups of head_dim 16, 27 cached tokens, the
     SiLU-gated MLP), its weights and KV cache streamed through the 4 KiB buffer, run part after part under 30 %
-    memory back-pressure, its output stored and compared with the model byte for byte; then one GQA group's
+    memory back-pressure, its output and the cache with the decode token appended stored and compared with the
+    model byte for byte; then one GQA group's
     attention split over two PNM runs, merged on a third and run unsplit on a fourth: every partial and result
     as the model says, and the merge as docs/pnm-isa.md's MERGE applied in numpy to the stored partials. At
     4-byte rows (the bench's size; the program addresses one FP32 per row)."""

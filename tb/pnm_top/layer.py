@@ -110,7 +110,7 @@ def mirror(t: Tensors, layer: Layer) -> Exact:
     each later stage (W²·var for a projection, the softmax's, RMSNorm's and SiLU's derivatives); the bound is
     SIGMAS = 6 standard deviations times 1.25. The quarter covers the FP32 roundings (≤ k·2⁻²⁴ of Σ|w||v| for a
     sum of k ≤ 512 terms: U/16 relative), the vector unit's exp, recip, rsqrt and SiLU (≤ 3 FP32 ulps,
-    docs/pnm-vector.md) and second-order terms. (A worst-case |W|·|e| propagation gives about 10⁴·U here: four
+    docs/pnm-vector.md) and second-order terms. (A worst-case |W|·|e| propagation gives 2·10⁴·U at `SMALL`: four
     projections in a row, each Σ_j|W_ij| ≈ 0.8·√k, make it vacuous.)"""
     lay, f = layer, lambda a: np.asarray(a, np.float64)  # noqa: E731
     group = np.arange(lay.heads) // lay.per_group

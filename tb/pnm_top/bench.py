@@ -13,7 +13,7 @@ from rtl.registry import BLOCKS
 from .. import bench
 from ..models import pnm_controller as control
 from ..models import pnm_top as model
-from . import decode
+from . import decode, layer
 from .harness import PROTECTED, Harness
 from .rows import Rows
 
@@ -279,3 +279,44 @@ async def decode_attention(dut):
     result = await h.run([*attention.program, *h.store(attention.out_row, OUTPUTS, 4 * decode.HEADS * decode.HEAD_DIM),
                           DONE])
     assert result["status"]["unit_error"] == model.UNIT_NONE
+
+
+@cocotb.test()
+async def decode_layer(dut):
+    """Issue 16's decode-layer proof on the RTL (`tb.pnm_top.layer`, docs/pnm-top.md): one transformer layer's
+    decode step for a batch of 2 (hidden 64, 4 query heads in 2 GQA groups of head_dim 16, 27 cached tokens, the
+    SiLU-gated MLP), its weights and KV cache streamed through the 4 KiB buffer, run part after part under 30 %
+    memory back-pressure, its output and the cache with the decode token appended stored and compared with the
+    model byte for byte; then one GQA group's
+    attention split over two PNM runs, merged on a third and run unsplit on a fourth: every partial and result
+    as the model says, and the merge as docs/pnm-isa.md's MERGE applied in numpy to the stored partials. At
+    4-byte rows (the bench's size; the program addresses one FP32 per row), and not under Icarus: its 98,000 cycles
+    would cost about 4 minutes of CPU there (the rest of the bench: 115 s for 46,000 cycles), and `programs` runs
+    every command kind the layer uses."""
+    h = Harness(dut, seed=7)
+    await bench.start(dut)
+    p, small = h.params, layer.SMALL
+    if bench.under_icarus() or p.row_bytes != 4 or p.lanes < small.per_group or small.head_dim % p.width \
+            or small.block % p.width:
+        return
+    h.surroundings(0.3, (2, 30))
+    figures = {}
+
+    async def run(name: str, parts: list) -> None:
+        cycles = 0
+        for part in parts:
+            result = await h.run(part, patience=200_000)
+            assert result["status"]["unit_error"] == model.UNIT_NONE
+            cycles += result["cycles"]
+        figures[f"{name}_cycles"] = cycles
+
+    decode_step = layer.decode_layer(np.random.default_rng(16), small, h.shape, h.control, h.put, INPUTS)
+    await run("decode_layer", decode_step.parts)
+    split = layer.flash_split(np.random.default_rng(7), small, h.shape, h.control, h.put, INPUTS, ((1, 1),))
+    await run("flash_split", [part for parts in split.runs for part in parts])
+    for pair in split.pairs:
+        state, out = split.merged[pair]
+        got = np.concatenate([h.memory_bytes[state:state + 8 * split.heads],
+                              h.memory_bytes[out:out + 4 * split.heads * split.head_dim]])
+        assert (got == layer.merge_mirror(h.memory_bytes, split, pair)).all(), "MERGE is not its numpy mirror"
+    _record(h, decode_layer_instructions=decode_step.instructions, **figures)

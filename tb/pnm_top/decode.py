@@ -26,6 +26,68 @@ def _vop(op: Op, d: int, a: int, b: int, n: int, m: int = 1, **func) -> Instruct
     return Instruction(Opcode.VOP.value, func=vop_func(op, **func), d=d, a=a, b=b, n=n, m=m)
 
 
+@dataclass(frozen=True)
+class Block:
+    """One block of a GQA group's keys: the group's FP16 queries, the block's keys (token-major) and values
+    (transposed) in the buffer, the −inf mask over its padding (0: none) and its length in tokens."""
+    queries: int
+    keys: int
+    values_t: int
+    mask: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A GQA group's rows for the attention: the online-softmax state (m, l per head), the block's scores, P
+    (FP16) and α, the output accumulator o, the block's P·V before it is added (and the new token's P and P·v)."""
+    state: int
+    scores: int
+    p16: int
+    alpha: int
+    out: int
+    partial: int = 0
+    weighted: int = 0
+
+
+def block_step(block: Block, s: Scratch, heads: int, head_dim: int, first: bool) -> list[Instruction]:
+    """One block of an online-softmax attention: SCORE, the −inf mask over the padding, SOFTMAX (the state
+    update), then o ← P·V for the first block, o ← o·α + P·V for a later one."""
+    program = [Instruction(Opcode.SCORE.value, d=s.scores, a=block.queries, b=block.keys, n=block.tokens, k=head_dim,
+                           m=heads), BARRIER]
+    if block.mask:
+        program += [_vop(Op.ADD, s.scores, s.scores, block.mask, block.tokens, m=heads), BARRIER]
+    program += [Instruction(Opcode.SOFTMAX.value, d=s.state, a=s.scores, b=s.p16, c=s.alpha, n=block.tokens,
+                            m=heads), BARRIER]
+    pv = Instruction(Opcode.PV.value, d=s.out if first else s.partial, a=s.p16, b=block.values_t, n=block.tokens,
+                     k=head_dim, m=heads)
+    if first:
+        return program + [pv, BARRIER]
+    return program + [_vop(Op.MUL, s.out, s.out, s.alpha, head_dim, m=heads, broadcast=True), pv, BARRIER,
+                      _vop(Op.ADD, s.out, s.out, s.partial, head_dim, m=heads), BARRIER]
+
+
+def new_value(score: int, stride: int, value: int, s: Scratch, heads: int, head_dim: int) -> list[Instruction]:
+    """The new token's V as its own one-key block (its column of the transposed V block is zero): per head j,
+    o_j += e^(s_j − m'_j) · v in FP32, where s_j is row `score` + j·`stride` (its score, already in l). Needs
+    4-byte rows (one FP32 per row)."""
+    program = []
+    for j in range(heads):
+        program += [_vop(Op.EXP, s.partial, score + j * stride, s.state + 2 * j, 1), BARRIER,
+                    _vop(Op.MUL, s.weighted, value, s.partial, head_dim, broadcast=True), BARRIER,
+                    _vop(Op.ADD, s.out + j * head_dim, s.out + j * head_dim, s.weighted, head_dim), BARRIER]
+    return program
+
+
+def divide(out: int, state: int, inverse: int, heads: int, head_dim: int) -> list[Instruction]:
+    """o_j ← o_j · (1 / l_j) per head (4-byte rows: l_j is row `state` + 2j + 1)."""
+    program = []
+    for j in range(heads):
+        program += [_vop(Op.RECIP, inverse, state + 2 * j + 1, state, 1), BARRIER,
+                    _vop(Op.MUL, out + j * head_dim, out + j * head_dim, inverse, head_dim, broadcast=True), BARRIER]
+    return program
+
+
 def attention(rng: np.random.Generator, put, address: int, max_tensor: int) -> Attention:
     """RMSNorm of x, `narrow`, the Q/K/V GEMVs, the queries scaled and narrowed, the new key narrowed into its
     row of the K block, SCORE, a −inf mask over the padding, SOFTMAX, PV over Vᵀ, the new token's V as its own
@@ -67,16 +129,11 @@ def attention(rng: np.random.Generator, put, address: int, max_tensor: int) -> A
                Instruction(Opcode.GEMV.value, d=v_new, a=normed16, b=wv_row, n=HEAD_DIM, k=HIDDEN, m=1), BARRIER,
                _vop(Op.MUL, q16, q, scale_row, HEAD_DIM, m=HEADS, broadcast=True, narrow=True),
                _vop(Op.MAX, new_key_row, k_new, k_new, HEAD_DIM, narrow=True), BARRIER,   # K appended in place
-               Instruction(Opcode.SCORE.value, d=scores, a=q16, b=k_row, n=BLOCK, k=HEAD_DIM, m=HEADS), BARRIER,
-               _vop(Op.ADD, scores, scores, mask_row, BLOCK, m=HEADS), BARRIER,            # padding → −inf
-               Instruction(Opcode.SOFTMAX.value, d=state_row, a=scores, b=p16, c=alpha, n=BLOCK, m=HEADS), BARRIER,
-               Instruction(Opcode.PV.value, d=out, a=p16, b=vt_row, n=BLOCK, k=HEAD_DIM, m=HEADS), BARRIER]
-    for j in range(HEADS):   # the new token's V as its own one-key block: o_j += e^(s − m') · v, then o_j /= l_j
-        program += [_vop(Op.EXP, p_new, scores + j * BLOCK + CACHED, state_row + 2 * j, 1), BARRIER,
-                    _vop(Op.MUL, weighted, v_new, p_new, HEAD_DIM, broadcast=True),
-                    _vop(Op.RECIP, inverse, state_row + 2 * j + 1, state_row, 1), BARRIER,
-                    _vop(Op.ADD, out + j * HEAD_DIM, out + j * HEAD_DIM, weighted, HEAD_DIM), BARRIER,
-                    _vop(Op.MUL, out + j * HEAD_DIM, out + j * HEAD_DIM, inverse, HEAD_DIM, broadcast=True), BARRIER]
+               *block_step(Block(q16, k_row, vt_row, mask_row, BLOCK), Scratch(state_row, scores, p16, alpha, out),
+                           HEADS, HEAD_DIM, first=True),
+               *new_value(scores + CACHED, BLOCK, v_new, Scratch(state_row, scores, p16, alpha, out, p_new, weighted),
+                          HEADS, HEAD_DIM),
+               *divide(out, state_row, inverse, HEADS, HEAD_DIM)]
 
     # float64: RMSNorm, projections, softmax over the 12 cached keys and the new one, weights times values.
     h = x.astype(np.float64) / np.sqrt(np.mean(x.astype(np.float64) ** 2) + 1e-5) * gains

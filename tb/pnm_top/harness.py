@@ -7,7 +7,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from rtl.mmu.params import REG_REGION_BASE, REG_REGION_LIMIT
-from rtl.pnm_controller.isa import Instruction, Opcode
+from rtl.pnm_controller.isa import Instruction
 from rtl.pnm_controller.ports import State
 from rtl.pnm_top.params import PNMParams
 from rtl.registry import BLOCKS
@@ -133,8 +133,7 @@ class Harness:
         return rows.loads(row, address, size, self.params.row_bytes, self.params.mmu_params().max_tensor_bytes)
 
     def store(self, row: int, address: int, size: int) -> list[Instruction]:
-        return [Instruction(Opcode.STORE.value, n=i.n, d=i.d, address=i.address)
-                for i in self.load(row, address, size)]
+        return rows.stores(row, address, size, self.params.row_bytes, self.params.mmu_params().max_tensor_bytes)
 
     def put(self, address: int, values: np.ndarray) -> None:
         """Place operand values (their bytes) in memory at `address`, in the DUT's and the model's."""

@@ -13,6 +13,12 @@ def loads(row: int, address: int, size: int, row_bytes: int, max_tensor: int) ->
                         address=address + off) for off in range(0, size, max_tensor)]
 
 
+def stores(row: int, address: int, size: int, row_bytes: int, max_tensor: int) -> list[Instruction]:
+    """STOREs of `size` bytes of rows `row`, … to `address`, cut as `loads` cuts."""
+    return [Instruction(Opcode.STORE.value, n=i.n, d=i.d, address=i.address)
+            for i in loads(row, address, size, row_bytes, max_tensor)]
+
+
 class Rows:
     def __init__(self, put: Callable[[int, np.ndarray], None], row_bytes: int, tile_bytes: int, max_tensor: int,
                  address: int) -> None:
@@ -26,9 +32,24 @@ class Rows:
         self.next_row = -(-(row + -(-nbytes // self.row_bytes)) // self.align) * self.align
         return row
 
-    def operand(self, values: np.ndarray) -> tuple[int, list[Instruction]]:
-        """Rows holding `values`, placed (`put`) in fresh memory on a 64-byte boundary: the row and its LOADs."""
-        row, address = self.take(values.nbytes), self.next_address
+    def release(self, row: int) -> None:
+        """Hand the rows from `row` on out again (a stack: what was taken after `row` is dead)."""
+        self.next_row = row
+
+    def place(self, values: np.ndarray) -> int:
+        """`values` put in fresh memory on a 64-byte boundary, without buffer rows (streamed later): the address."""
+        address = self.next_address
         self.next_address += -(-values.nbytes // 64) * 64
         self.put(address, values)
-        return row, loads(row, address, values.nbytes, self.row_bytes, self.max_tensor)
+        return address
+
+    def operand(self, values: np.ndarray) -> tuple[int, list[Instruction]]:
+        """Rows holding `values`, placed (`put`) in fresh memory on a 64-byte boundary: the row and its LOADs."""
+        row = self.take(values.nbytes)
+        return row, self.load(row, self.place(values), values.nbytes)
+
+    def load(self, row: int, address: int, size: int) -> list[Instruction]:
+        return loads(row, address, size, self.row_bytes, self.max_tensor)
+
+    def store(self, row: int, address: int, size: int) -> list[Instruction]:
+        return stores(row, address, size, self.row_bytes, self.max_tensor)

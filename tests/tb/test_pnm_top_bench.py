@@ -1,7 +1,6 @@
 """Build the PNM top under Verilator at the bench's small size and run its bench; and the planted bugs that must
 make the bench fail, run under Icarus (a Verilator build of the top is dominated by the vector unit's: 8.5 minutes
 on the loaded 2-core machine, per variant; Icarus compiles the same Verilog in seconds)."""
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -14,9 +13,9 @@ from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench, run_name
 
 from tests.tb.bench_runs import each_run, measure
+from tests.tb.planted import needs_icarus
 
 pytestmark = pytest.mark.verilator   # every test here runs a cocotb bench (minutes)
-icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH (apt-get install iverilog)")
 
 
 @each_run("tb.pnm_top.bench")
@@ -77,14 +76,14 @@ def _only_programs_fail(monkeypatch, tmp_path) -> None:
     assert failed == {"programs"}, failed
 
 
-@icarus
+@needs_icarus
 def test_a_dot_product_that_never_clears_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every beat folds into the accumulator: each output row adds the rows before it."""
     _planted_fails(monkeypatch, tmp_path, dot, "DotSequencer",
                    lambda self, m: m.d.comb.__iadd__(self.beat.payload.clear.eq(0)))
 
 
-@icarus
+@needs_icarus
 def test_a_vector_op_that_drops_its_second_operand_fails_the_bench(monkeypatch, tmp_path) -> None:
     """VOP computes op(a, +0) as ACT does."""
     def change(self, m):
@@ -93,7 +92,7 @@ def test_a_vector_op_that_drops_its_second_operand_fails_the_bench(monkeypatch, 
     _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
 
 
-@icarus
+@needs_icarus
 def test_a_scalar_step_that_drops_its_fourth_operand_fails_the_bench(monkeypatch, tmp_path) -> None:
     """SOFTMAX's scalar beat (the state update) takes d = +0: the sum of P is lost, l' = l·α."""
     def change(self, m):
@@ -103,7 +102,7 @@ def test_a_scalar_step_that_drops_its_fourth_operand_fails_the_bench(monkeypatch
     _planted_fails(monkeypatch, tmp_path, elementwise, "ElementwiseSequencer", change)
 
 
-@icarus
+@needs_icarus
 def test_a_narrowing_that_rounds_toward_zero_fails_the_bench(monkeypatch, tmp_path) -> None:
     """FP16 results (SOFTMAX's P, VOP's `narrow`) rounded toward zero instead of to nearest even."""
     monkeypatch.setattr(elementwise, "FP32NarrowParams",
@@ -111,16 +110,17 @@ def test_a_narrowing_that_rounds_toward_zero_fails_the_bench(monkeypatch, tmp_pa
     _only_programs_fail(monkeypatch, tmp_path)
 
 
-@icarus
-@pytest.mark.parametrize("changes", [{"data_bits": 64}, {"lanes": 4, "width": 16, "sublane_width": 4}], ids=str)
-def test_the_programs_pass_under_icarus_at_other_sizes(changes: dict, monkeypatch, tmp_path) -> None:
-    """8-byte rows: a vector unit of 2 lanes, where rows hold several elements (the last row of an odd count partly
-    written, a broadcast scalar picked out of its row, reductions over several lanes), too slow to build under
-    Verilator in a test; and 4 lanes of 16 in sublanes of 4, whose 32-byte tiles span 8 rows. The programs only
-    (the other tests' timing relations are the bench size's; a whole bench at 16-byte rows ran for over 25 minutes
-    under Icarus). 16-byte rows (4 vector lanes), 266 s of CPU, are left to `basedie verify pnm --simulator icarus
-    --param data_bits=128 …` (docs/pnm-top.md) to keep the default run short. The control for the planted bugs, the whole bench at the bench's size under
-    Icarus, is `tests/tb/test_icarus_benches.py`'s."""
+@needs_icarus
+def test_the_programs_pass_under_icarus_at_another_size(monkeypatch, tmp_path) -> None:
+    """4 lanes of 16 FP16 in sublanes of 4 at 8-byte rows: a vector unit of 2 lanes, where rows hold several
+    elements (the last row of an odd count partly written, a broadcast scalar picked out of its row, reductions
+    over several lanes), and 32-byte tiles spanning 4 rows; too slow to build under Verilator in a test. The
+    programs only (the other tests' timing relations are the bench size's; a whole bench at 16-byte rows ran for
+    over 25 minutes under Icarus): 162 s of CPU, where 8-byte rows at the bench's lanes and 4 × 16 at 4-byte rows,
+    run separately until 2026-12-01, took 223 s. 16-byte rows (4 vector lanes), 266 s of CPU, are left to
+    `basedie verify pnm --simulator icarus --param data_bits=128 …` (docs/pnm-top.md). The control for the planted
+    bugs, the whole bench at the bench's size under Icarus, is `tests/tb/test_icarus_benches.py`'s."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
-    params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | changes))
+    params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | {"lanes": 4, "width": 16, "sublane_width": 4,
+                                                                   "data_bits": 64}))
     run_bench("pnm", "tb.pnm_top.bench", params, runs=tmp_path, simulator="icarus")

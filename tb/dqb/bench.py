@@ -6,6 +6,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
+from rtl.dqb.dqb import DQB
 from rtl.dqb.ports import Kind
 
 from .. import bench
@@ -53,21 +54,32 @@ async def _under_back_pressure(dut, seed: int) -> tuple[Harness, Scenario, np.ra
 
 @cocotb.test()
 async def random_traffic_under_back_pressure(dut):
-    """Mixed reads (all tags), stores to scratch and to S/Z, layer switches and table misses, with random
-    memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged."""
+    """Mixed reads (all tags), byte-masked stores to scratch and to S/Z, layer switches and table misses, with
+    random memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged with their
+    masks, and each store's one acknowledgement comes after the memory answered it (the store is in memory)."""
     p = params()
     h, scenario, rng = await _under_back_pressure(dut, seed=2)
+    answered, delivered = bench.HandshakeProbe(dut, "mc_resp"), bench.HandshakeProbe(dut, "gpu_resp")
     ops = random_operations(rng, scenario, p.beat_bytes, 600, store_probability=0.3)
     expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
     checked = await h.checked(ops, expected)
     await h.idle()
-    stores = [(op.address, op.store) for op in ops if op.store is not None]
-    assert [(r["address"], r["data"]) for r in h.memory.requests if r["is_write"]] == stores, "stores changed or lost"
+    for probe in (answered, delivered):
+        probe.stop()
+    stores = [(op.address, op.store, op.byte_mask(p.beat_bytes)) for op in ops if op.store is not None]
+    assert [(r["address"], r["data"], r["mask"]) for r in h.memory.requests if r["is_write"]] == stores, \
+        "stores changed or lost"
+    # The memory answers every request in order: answer j is request j's. The k-th acknowledgement on gpu_resp
+    # must follow the k-th store's answer.
+    store_answers = [cycle for cycle, r in zip(answered.cycles, h.memory.requests, strict=True) if r["is_write"]]
+    acks = [cycle for cycle, (_, beat) in zip(delivered.cycles, h.board.log["gpu_resp"], strict=True) if beat[2]]
+    assert len(acks) == len(stores) and all(a > s for a, s in zip(acks, store_answers)), \
+        "a store was acknowledged before the memory answered it"
     assert h.memory.overtaken == 0, "a memory answer overtook an older one: the DQB needs them in order"
     assert all(r["kind"] == Kind.GPU.value for r in h.memory.requests if r["is_write"])
     assert all(data == golden.beat_to_int(final_image[address:address + p.beat_bytes])
                for address, data in h.memory.contents.written.items()), "memory differs after the stores"
-    bench.record(random_vectors=checked, random_reads=len(expected), random_stores=len(stores))
+    bench.record(random_vectors=checked, random_reads=len(ops) - len(stores), random_stores=len(stores))
 
 
 @cocotb.test()
@@ -150,8 +162,8 @@ async def checkpoints_end_to_end(dut):
             tag = golden.tag_of("int4", "fp16")
             # Checked after reassembly against the format's own reference, not beat by beat.
             got = await h.run([Operation(a, tag) for a in reads], None, beats_each=4)
-            assert not any(error for _, error in got), f"{name}: error responses"
-            responses.append([data for data, _ in got])
+            assert not any(error for _, error, _ in got), f"{name}: error responses"
+            responses.append([data for data, _, _ in got])
         out = layout.reassemble(0, responses, p.interface_bits)
         bad = np.flatnonzero(out != reference.view(np.uint16))
         assert not len(bad), f"{name}: {len(bad)} of {out.size} weights differ from the checkpoint's reference"
@@ -161,7 +173,8 @@ async def checkpoints_end_to_end(dut):
 
 async def _isolated_read(h: Harness, scenario: Scenario, op: Operation, accepted, data_in,
                          delivered) -> tuple[int, int]:
-    """(memory data in → first beat out, GPU request accepted → first beat out) of one read on an idle DQB."""
+    """(memory answer in → first beat out, GPU request accepted → first beat out) of one read (or a store and its
+    acknowledgement) on an idle DQB."""
     expected, _ = expected_responses(scenario, [op], h.params.rounding, h.params.interface_bits)
     await h.run([op], expected)  # checked, not counted: vectors_checked counts the timed streams
     await ClockCycles(h.dut.clk, 4)
@@ -207,7 +220,12 @@ async def timing_figures(dut):
         assert len(data_in.cycles) - memory_start == beats, "every S/Z access should hit"
         memory_rates[MODE_NAMES[tag]] = round(beats * rates[MODE_NAMES[tag]] / len(cycles), 4)
         gaps[MODE_NAMES[tag]] = np.diff(cycles)
-    assert len(set(latency.values())) == 1, f"read latency differs between modes: {latency}"
+    # The block's statement: pass-through beats take the short path on an empty datapath, the rest the lanes.
+    stated = {name: DQB.latency if golden.MODES.get(tag) else DQB.bypass_latency for tag, name in MODE_NAMES.items()}
+    assert latency == stated, f"read latency per mode {latency}, stated {stated}"
+    # A store's acknowledgement: the memory's answer → its beat on gpu_resp.
+    store_latency, _ = await _isolated_read(h, scenario, Operation(3 * size - p.beat_bytes, store=1, mask=1),
+                                            accepted, data_in, delivered)
 
     # S/Z miss penalty: the same isolated INT8 read with its scale and zero beats cold, then cached.
     await h.program([entry])  # any configuration write empties the S/Z buffer
@@ -220,7 +238,9 @@ async def timing_figures(dut):
     # Behind a DRAM model a refresh or a row miss may hold a stream up: measured there, not required.
     if isinstance(h.memory, MemoryController):
         assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
-    bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"], beats_per_cycle=min(rates.values()),
+    bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"],
+                 bypass_latency_cycles=latency["bypass"], store_ack_latency_cycles=store_latency,
+                 beats_per_cycle=min(rates.values()),
                  request_latency_cycles=request_latency, beats_per_cycle_by_mode=rates,
                  memory_beats_per_cycle_by_mode=memory_rates,
                  # The II, the slowest mode's shortest gap between response beats (the DQB's own rate behind any

@@ -2,8 +2,9 @@
 
 It answers a GPU read of one interface beat the way the DQB memory contract (README, "StreamDQ offline layout
 and checkpoints") says the block must: bypass, dequantize with the S/Z found through the layer entries in the
-PC-local memory image, or a defined error response. Arithmetic is `tb.models.fp` (numpy float32, never the
-RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32 step round-to-nearest-even.
+PC-local memory image, or a defined error response; and a byte-masked store, with its acknowledgement.
+Arithmetic is `tb.models.fp` (numpy float32, never the RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32
+step round-to-nearest-even.
 """
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,9 +84,15 @@ class LayerEntry:
 
 
 class Response(NamedTuple):
-    """The GPU response to one read: `beats` as ints of `interface_bits`, and the error bit every beat carries."""
+    """The GPU response to one request: `beats` as ints of `interface_bits`, the error bit every beat carries, and
+    `is_write` for a store's acknowledgement (one beat of 0)."""
     beats: tuple[int, ...]
     error: bool
+    is_write: bool = False
+
+
+ACKNOWLEDGEMENT = Response((0,), False, True)
+"""The one beat a store returns, once the memory holds it."""
 
 
 def beat_to_int(data: np.ndarray) -> int:
@@ -108,6 +115,20 @@ def weight_codes(data: np.ndarray, bits: int) -> np.ndarray:
     if bits == 8:
         return data.astype(np.int64)
     return np.stack([data & 0xF, data >> 4], axis=-1).reshape(data.shape[0], -1).astype(np.int64)
+
+
+def store(memory: np.ndarray, address: int, data: int, mask: int,
+          interface_bits: int = INTERFACE_BITS) -> Response:
+    """Apply a GPU store to the PC-local image in place: byte k of the beat holding `address` (its low bits are
+    ignored) becomes byte k of `data` where bit k of `mask` is set. Returns its acknowledgement."""
+    beat_bytes = interface_bits // 8
+    start = address & -beat_bytes
+    if not 0 <= start <= len(memory) - beat_bytes:
+        raise ValueError(f"a store at {address:#x} lies outside the {len(memory)}-byte memory image")
+    written = np.array([mask >> k & 1 for k in range(beat_bytes)], dtype=bool)
+    beat = memory[start:start + beat_bytes]
+    beat[written] = int_to_beat(data, interface_bits)[written]
+    return ACKNOWLEDGEMENT
 
 
 def dequantize_read(memory: np.ndarray, entries: Sequence[LayerEntry], address: int, tag: int,

@@ -95,7 +95,7 @@ class DataProcessing(wiring.Component):
         # A pass-through beat (bypass, reserved tag, store acknowledgement) goes the short way when nothing older
         # is in the datapath and the short register is free or delivering (the module's docstring says why).
         to_short = Signal()
-        m.d.comb += to_short.eq(~fill & ~head_flags.dequantize & ~Cat(*stage_valid).any()
+        m.d.comb += to_short.eq(~fill & ~head_flags.dequantize & self._nothing_older(stage_valid)
                                 & (~short_valid | self.gpu_resp.ready))
         m.d.comb += [
             self.mc_resp.ready.eq(self.history.valid & (fill | to_short | can_load)),
@@ -144,6 +144,10 @@ class DataProcessing(wiring.Component):
                 self.gpu_resp.payload.error.eq(error), self.gpu_resp.payload.is_write.eq(is_write),
             ]
         return m
+
+    def _nothing_older(self, stage_valid: list[Value]) -> Value:
+        """No beat in the splitting stage or the datapath: a pass-through beat may take the short path."""
+        return ~Cat(*stage_valid).any()
 
     def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
         """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""

@@ -98,6 +98,33 @@ def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch
 
 
 @icarus
+def test_a_short_path_that_overtakes_the_datapath_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Pass-through beats take the short path even with dequantized beats still in the datapath: a bypass or
+    reserved-tag read right after a dequantized one is answered first. The timing test sends isolated reads, where
+    the short path is legal, so only the mixed test fails."""
+    class Overtaking(processing.DataProcessing):
+        def _nothing_older(self, stage_valid):
+            return Const(1)
+    monkeypatch.setattr(rtl_dqb, "DataProcessing", Overtaking)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|timing_figures")
+    assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_a_store_that_ignores_its_mask_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every store writes its whole beat: the memory then differs from the golden model's, and so do later reads
+    of the bytes the mask left alone. Reads alone are unaffected."""
+    class Maskless(sz_requests.SZRequestGenerator):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            m.d.comb += self.mc_req.payload.mask.eq(-1)
+            return m
+    monkeypatch.setattr(rtl_dqb, "SZRequestGenerator", Maskless)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|random_traffic_under_back_pressure")
+    assert failed == {"random_traffic_under_back_pressure"}, failed
+
+
+@icarus
 def test_random_traffic_is_exact_behind_hbm4(monkeypatch, tmp_path) -> None:
     """Behind the HBM4 pseudo channel (in-order answers, row misses, refresh) the mixed traffic (stores to scale
     and zero-point lines, unaligned addresses, disabled and overlapping entries) is still exact."""

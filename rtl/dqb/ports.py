@@ -43,12 +43,14 @@ def gpu_response(params: DQBParams) -> data.StructLayout:
 
 
 def config_write(params: DQBParams) -> data.StructLayout:
-    """One whole layer entry; `enable=0` clears it."""
+    """One whole layer entry; `enable=0` clears it. `last` ends an update: an update of several entries is its
+    beats up to one with `last` set (a single-entry update is one beat with `last`); no GPU request is looked up
+    between its first and last beats, so every read sees the table before the update or after it."""
     return data.StructLayout({
         "index": max(1, ceil_log2(params.table_entries)),
         "weight_base": params.address_bits, "weight_size": params.address_bits,
         "scale_base": params.address_bits, "zero_base": params.address_bits,
-        "log2_group_width": log2_width_bits(params), "enable": 1,
+        "log2_group_width": log2_width_bits(params), "enable": 1, "last": 1,
     })
 
 

@@ -84,9 +84,14 @@ class SZRequestGenerator(wiring.Component):
         request = Signal(gpu_request(p))
         found = Signal(match_layout(p))
         done = Signal()
-        m.d.comb += [table.address.eq(self.gpu_req.payload.address), self.gpu_req.ready.eq(~held | done)]
-        with m.If(self.gpu_req.ready):
-            m.d.sync += [held.eq(self.gpu_req.valid), request.eq(self.gpu_req.payload), found.eq(table.match)]
+        # No request is looked up while a multi-entry table update is half written (`table.updating`): each sees
+        # the whole table before the update or after it. One already held completes with what it found.
+        free = ~held | done
+        m.d.comb += [table.address.eq(self.gpu_req.payload.address),
+                     self.gpu_req.ready.eq(free & ~table.updating)]
+        with m.If(free):
+            m.d.sync += [held.eq(self.gpu_req.valid & self.gpu_req.ready), request.eq(self.gpu_req.payload),
+                         found.eq(table.match)]
 
         flags = decode(request.tag)
         dequantize = held & ~request.is_write & flags.dequantize & found.hit & found.usable

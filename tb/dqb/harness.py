@@ -21,7 +21,7 @@ from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
 from ..payload import Packer
 from ..scoreboard import ANY, Scoreboard
-from .stimulus import Operation
+from .stimulus import Operation, response_beats
 
 ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
 
@@ -89,12 +89,13 @@ class Harness:
                             f"data {beat[0]:#x} error={beat[1]} is_write={beat[2]}")
 
     async def program(self, entries: list[LayerEntry], enabled: list[bool] | None = None) -> None:
-        """Write `entries` to table indices 0, 1, ...; `enabled` (default all) gives each one's enable bit."""
+        """Write `entries` to table indices 0, 1, ... as one update (`last` on the final beat); `enabled` (default
+        all) gives each one's enable bit."""
         for index, e in enumerate(entries):
             await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
                 index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
                 zero_base=e.zero_base, log2_group_width=e.log2_group_width,
-                enable=1 if enabled is None else int(enabled[index]))))
+                enable=1 if enabled is None else int(enabled[index]), last=int(index == len(entries) - 1))))
         await self.config.wait()
 
     async def send(self, ops: list[Operation]) -> None:
@@ -104,21 +105,21 @@ class Harness:
                                                data=op.store or 0)
             await self.requests.send(bench.StreamTransaction(payload=payload))
 
-    def expect(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> None:
+    def expect(self, ops: list[Operation], expected: list[Response] | None) -> None:
         """Queue the response beats of `ops`, one `expected` response each (a store's is its acknowledgement;
-        `None`: `beats_each` unchecked beats per read, for a caller that sends only reads and checks them itself),
-        each with the request that asks for it."""
+        `None`: as many unchecked beats as each is owed, for a caller that checks them itself), each with the
+        request that asks for it."""
         for index, op in enumerate(ops):
             beats = ([(beat, expected[index].error, expected[index].is_write) for beat in expected[index].beats]
-                     if expected is not None else [ANY] * beats_each)
+                     if expected is not None else [ANY] * response_beats(op))
             what = "store" if op.store is not None else MODE_NAMES[op.tag]
             self.board.expect("gpu_resp", beats, [f"beat {k} of request {index} (address {op.address:#x}, {what})"
                                                   for k in range(len(beats))])
 
-    async def run(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> list:
+    async def run(self, ops: list[Operation], expected: list[Response] | None) -> list:
         """Send `ops` and wait for every response beat, each checked on arrival; returns the beats received."""
         first = len(self.board.log["gpu_resp"])
-        self.expect(ops, expected, beats_each)
+        self.expect(ops, expected)
         cocotb.start_soon(self.send(ops))
         await self.board.drained()
         return [beat for _, beat in self.board.log["gpu_resp"][first:]]

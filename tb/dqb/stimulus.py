@@ -131,27 +131,38 @@ def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: 
     return ops[:count]
 
 
-def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str,
-                       interface_bits: int) -> tuple[list[Response], np.ndarray]:
+def response_beats(op: Operation) -> int:
+    """Beats the DQB returns for `op`: 16/bits for a dequantizing read (a table miss too), else one."""
+    mode = golden.MODES.get(op.tag)
+    return mode.expansion if op.store is None and mode is not None else 1
+
+
+def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str, interface_bits: int,
+                       tables: list[list[LayerEntry]] | None = None,
+                       versions: list[int] | None = None) -> tuple[list[Response], np.ndarray]:
     """The golden response to each of `ops`, in order (a store's is its acknowledgement), and the image after
     every store. Reads and stores are of whole beats: an address's bits below the beat are ignored (README, the
-    DQB's ports); a store writes the bytes its mask selects."""
+    DQB's ports); a store writes the bytes its mask selects. Op i reads through the layer entries
+    `tables[versions[i]]` (default: `scenario.entries` for all)."""
     image = scenario.image.copy()
+    tables = [scenario.entries] if tables is None else tables
+    versions = [0] * len(ops) if versions is None else versions
     responses: list[Response] = []
     reads: list[Operation] = []
     beat_bytes = interface_bits // 8
 
-    def flush() -> None:
+    def flush(version: int) -> None:
         if reads:
-            responses.extend(golden.dequantize_reads(image, scenario.entries, [r.address & -beat_bytes for r in reads],
+            responses.extend(golden.dequantize_reads(image, tables[version], [r.address & -beat_bytes for r in reads],
                                                      [r.tag for r in reads], rounding, interface_bits))
             reads.clear()
 
-    for op in ops:
+    for index, (op, version) in enumerate(zip(ops, versions, strict=True)):
         if op.store is None:
             reads.append(op)
+            if index + 1 == len(ops) or versions[index + 1] != version:
+                flush(version)
         else:
-            flush()
+            flush(version)
             responses.append(golden.store(image, op.address, op.store, op.byte_mask(beat_bytes), interface_bits))
-    flush()
     return responses, image

@@ -2,7 +2,8 @@
 
 It answers a GPU read of one interface beat the way the DQB memory contract (README, "StreamDQ offline layout
 and checkpoints") says the block must: bypass, dequantize with the S/Z found through the layer entries in the
-PC-local memory image, or a defined error response; and a byte-masked store, with its acknowledgement.
+PC-local memory image, or a defined error response; a byte-masked store, with its acknowledgement; and which
+version of the layer table a request sees while the table is rewritten under traffic.
 Arithmetic is `tb.models.fp` (numpy float32, never the RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32
 step round-to-nearest-even.
 """
@@ -129,6 +130,14 @@ def store(memory: np.ndarray, address: int, data: int, mask: int,
     beat = memory[start:start + beat_bytes]
     beat[written] = int_to_beat(data, interface_bits)[written]
     return ACKNOWLEDGEMENT
+
+
+def table_versions(accepted: Sequence[int], updated: Sequence[int]) -> list[int]:
+    """Which table each GPU request looks up: the number of table updates whose last `config` beat was taken in a
+    cycle before the request's (`accepted`, `updated`: cycles). A request taken in the same cycle as an update's
+    beat looks the table up before it, and the DQB takes none while an update is half written, so every request
+    sees one whole version: 0 the table before the first update, v the one after update v."""
+    return [int(v) for v in np.searchsorted(np.sort(np.asarray(updated, dtype=np.int64)), accepted, side="left")]
 
 
 def dequantize_read(memory: np.ndarray, entries: Sequence[LayerEntry], address: int, tag: int,

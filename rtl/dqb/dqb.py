@@ -14,7 +14,8 @@ class DQB(wiring.Component):
     """GPU requests in, memory-controller requests out; memory data in, GPU responses out.
 
     Ports (all `lib.stream`): `gpu_req` {address, tag, is_write, mask, data}; `config` {index, weight_base,
-    weight_size, scale_base, zero_base, log2_group_width, enable} (always ready); `mc_req` {address, is_write,
+    weight_size, scale_base, zero_base, log2_group_width, enable, last} (always ready; an update is its beats up
+    to one with `last`, and no GPU request is taken while it is half written); `mc_req` {address, is_write,
     kind, mask, data} with `kind` GPU/SCALE/ZERO; `mc_resp` {data}, one per request (a store's is its
     acknowledgement), in request order; `gpu_resp` {data, error, is_write}, in GPU-request order. A read returns
     1 beat (bypass, reserved tag) or 16/bits beats (dequantized); a store writes the bytes its `mask` selects

@@ -1,5 +1,6 @@
 """The golden DQB against hand-worked beats: every Table 5 mode, both roundings, groups within and across
-beats, FP8 subnormals and NaN, the contract's error responses, byte-masked stores and which table version a request sees."""
+beats, FP8 subnormals and NaN, the contract's error responses, byte-masked stores and which table version a
+request sees."""
 import numpy as np
 import pytest
 

@@ -80,10 +80,10 @@ def in_order(m: Module, h: Harness) -> None:
     delivered_now = dut.gpu_resp.valid & dut.gpu_resp.ready
     accepted, owed, delivered = (Signal(COUNTER_BITS, name=n) for n in ("accepted", "beats_owed", "beats_delivered"))
     gpu_issued, issued, answers = (Signal(COUNTER_BITS, name=n) for n in ("gpu_issued", "issued", "answers"))
-    m.d.sync += [accepted.eq(accepted + accepted_now), owed.eq(owed + Mux(accepted_now, beats_of(request), 0)),
-                 delivered.eq(delivered + delivered_now), issued.eq(issued + h.issued), answers.eq(answers + h.answered)]
     gpu_now = h.issued & (dut.mc_req.payload.kind == Kind.GPU)
-    m.d.sync += gpu_issued.eq(gpu_issued + gpu_now)
+    m.d.sync += [accepted.eq(accepted + accepted_now), owed.eq(owed + Mux(accepted_now, beats_of(request), 0)),
+                 delivered.eq(delivered + delivered_now), issued.eq(issued + h.issued),
+                 answers.eq(answers + h.answered), gpu_issued.eq(gpu_issued + gpu_now)]
     m.d.comb += Assert(~delivered_now | (delivered < owed))
 
     chosen = Signal(COUNTER_BITS, name="chosen")

@@ -73,7 +73,9 @@ def in_order(m: Module, h: Harness) -> None:
     (`beats_of`), and never more than are owed. Checked on one request the solver picks (its position in the
     request order): each of its beats carries `is_write` exactly if it is a store (so a store gets exactly one
     acknowledgement, data 0, and a read none); a bypass or reserved-tag beat carries the memory's answer to that
-    very request (`error` only for the reserved tag), and no beat of it leaves before that answer came in."""
+    very request (`error` only for the reserved tag), no beat of it leaves before that answer came in, and a
+    dequantizing read's beats not sooner than `DQB.latency` after it (so a pass-through beat delivered in a
+    dequantizing read's place, having overtaken it, shows within a few steps)."""
     dut = h.dut
     request, response = dut.gpu_req.payload, dut.gpu_resp.payload
     accepted_now = dut.gpu_req.valid & dut.gpu_req.ready
@@ -100,8 +102,11 @@ def in_order(m: Module, h: Harness) -> None:
     with m.If(gpu_now & (gpu_issued == chosen)):
         m.d.sync += [sent.eq(1), answer_at.eq(issued)]
     answered, data = Signal(name="chosen_answered"), Signal.like(dut.mc_resp.payload.data, name="chosen_data")
+    since = Signal(range(dqb.DQB.latency + 1), name="chosen_cycles_since_answer")
     with m.If(h.answered & sent & (answers == answer_at)):
-        m.d.sync += [answered.eq(1), data.eq(dut.mc_resp.payload.data)]
+        m.d.sync += [answered.eq(1), data.eq(dut.mc_resp.payload.data), since.eq(0)]
+    with m.Elif(answered & (since != dqb.DQB.latency)):
+        m.d.sync += since.eq(since + 1)
 
     mine = delivered_now & taken & (delivered >= first) & (delivered < first + count)
     one_beat = tag.matches(BYPASS, RESERVED) & ~is_write
@@ -111,7 +116,9 @@ def in_order(m: Module, h: Harness) -> None:
             m.d.comb += Assert((response.data == 0) & ~response.error)
         with m.If(one_beat):
             m.d.comb += Assert((response.data == data) & (response.error == (tag == RESERVED)))
+        with m.Else():  # through the datapath: never sooner than its latency (the answer's cycle is since = -1)
+            m.d.comb += Assert(is_write | (since >= dqb.DQB.latency - 1))
 
 
 PROPERTIES = tuple(Property(check.__name__, check, lambda variant, check: Harness(PARAMS, check), ("small",), depth)
-                   for check, depth in ((mc_req_stable, 8), (gpu_resp_stable, 16), (in_order, 18)))
+                   for check, depth in ((mc_req_stable, 8), (gpu_resp_stable, 16), (in_order, 13)))

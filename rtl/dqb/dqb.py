@@ -13,17 +13,24 @@ from .sz_requests import SZRequestGenerator
 class DQB(wiring.Component):
     """GPU requests in, memory-controller requests out; memory data in, GPU responses out.
 
-    Ports (all `lib.stream`): `gpu_req` {address, tag, is_write, data}; `config` {index, weight_base,
-    weight_size, scale_base, zero_base, log2_group_width, enable} (always ready); `mc_req` {address, is_write,
-    kind, data} with `kind` GPU/SCALE/ZERO; `mc_resp` {data}, in request order; `gpu_resp` {data, error}, in
-    GPU-request order. A read returns 1 beat (bypass, reserved tag) or 16/bits beats (dequantized); a store
-    returns nothing. Reserved tag 111: the data unchanged with `error`. A tagged read outside every usable
-    layer entry: 16/bits beats of zeros with `error`. Reset empties every queue, the request table and the
-    S/Z buffer. Timing depends on the traffic; `latency` is the unloaded minimum: the cycles from a read's data
-    accepted on `mc_resp` to its first beat on `gpu_resp`. `initiation_interval`: one response beat per cycle.
+    Ports (all `lib.stream`): `gpu_req` {address, tag, is_write, mask, data}; `config` {index, weight_base,
+    weight_size, scale_base, zero_base, log2_group_width, enable, last} (always ready; an update is its beats up
+    to one with `last`, and no GPU request is taken while it is half written); `mc_req` {address, is_write,
+    kind, mask, data} with `kind` GPU/SCALE/ZERO; `mc_resp` {data}, one per request (a store's is its
+    acknowledgement), in request order; `gpu_resp` {data, error, is_write}, in GPU-request order. A read returns
+    1 beat (bypass, reserved tag) or 16/bits beats (dequantized); a store writes the bytes its `mask` selects
+    and returns one acknowledgement beat (`is_write`, data 0) once the memory has answered it, so every read
+    sent after the acknowledgement sees the store. Reserved tag 111: the data unchanged with `error`. A tagged
+    read outside every usable layer entry: 16/bits beats of zeros with `error`. Reset empties every queue, the
+    request table and the S/Z buffer. Timing depends on the traffic; `latency` is the unloaded minimum for a
+    dequantized read: the cycles from its data accepted on `mc_resp` to its first beat on `gpu_resp`;
+    `bypass_latency` the same for a one-beat pass-through response (bypass, reserved tag, acknowledgement) that
+    finds the datapath empty (behind a dequantized read it takes `latency`). `initiation_interval`: one response
+    beat per cycle.
     """
 
     latency = DataProcessing.latency
+    bypass_latency = DataProcessing.bypass_latency
     initiation_interval = 1
 
     def __init__(self, params: DQBParams = DQBParams()) -> None:

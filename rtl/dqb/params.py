@@ -12,8 +12,8 @@ class DQBParams(Params):
     `internal_bits` is the FP32 datapath width: one 32-bit lane per 16-bit output, so it is always twice
     `interface_bits`. The request table holds `request_table_bytes / request_table_entry_bytes` layer entries;
     the S/Z buffer holds `sz_buffer_bytes` as interface-beat lines, half for scales and half for zero points.
-    `outstanding_reads` is the depth of the tag history buffer (memory reads in flight, S/Z fills included);
-    StreamDQ gives none, so 64 is our choice.
+    `outstanding_reads` is the depth of the tag history buffer (memory requests awaiting their answer: reads, S/Z
+    fills and stores, whose answers are their acknowledgements); StreamDQ gives none, so 64 is our choice.
     `design_clock_hz` is the clock the block is designed for (Table 5 and §6.1: 328 MHz); it changes no logic
     and is recorded with the verified figures.
     """

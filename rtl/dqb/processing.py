@@ -4,8 +4,15 @@ Memory responses arrive in request order together with the head of the tag histo
 each one is. An S/Z fill is written into its buffer line. A GPU read's beat is held in the splitting stage,
 which feeds `lanes` elements per cycle into the datapath: 4 cycles for INT4, 2 for INT8/FP8, 1 for bypass,
 so the response port carries one 512-bit beat per cycle whatever the mode. Each lane computes
-`narrow((f32(x) − f32(z)) · f32(s))` with the `rtl.fp` datapaths; bypass beats travel beside the lanes
-unchanged so that responses keep their order.
+`narrow((f32(x) − f32(z)) · f32(s))` with the `rtl.fp` datapaths.
+
+One-beat pass-through responses (bypass and reserved-tag reads, store acknowledgements) need no lane. Such a
+beat takes the short path, one register beside the datapath, when nothing older is in the datapath (the
+splitting stage and every stage empty) and that register is free or delivering: then everything older has been
+delivered or sits in that register, so it cannot overtake. Otherwise it travels beside the lanes, unchanged, as
+every beat did before. The register, when full, always holds the oldest beat not yet delivered, so `gpu_resp`
+shows it first and the datapath waits behind it: responses stay in GPU-request order. A run of pass-through
+beats after a dequantized read therefore takes the long path until the datapath has emptied.
 """
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import memory, stream, wiring
@@ -39,10 +46,11 @@ def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> 
 
 class DataProcessing(wiring.Component):
     """`history` + `mc_resp` → `gpu_resp`. From a GPU read's data accepted to its first response beat:
-    `latency` cycles (the splitting stage, then the lanes); one response beat per cycle without
-    back-pressure, whatever the mode."""
+    `latency` cycles (the splitting stage, then the lanes); `bypass_latency` for a pass-through beat on the
+    short path (an empty datapath); one response beat per cycle without back-pressure, whatever the mode."""
 
     latency = 1 + DATAPATH_STAGES
+    bypass_latency = 1
 
     def __init__(self, params: DQBParams) -> None:
         self.params = p = params
@@ -57,7 +65,11 @@ class DataProcessing(wiring.Component):
         p = self.params
         head = self.history.payload
         advance = Signal()
-        m.d.comb += advance.eq(~self.gpu_resp.valid | self.gpu_resp.ready)
+        # The short path's register, when full, holds the oldest beat: the datapath's output waits behind it.
+        short = Signal(gpu_response(p), name="short")
+        short_valid = Signal()
+        valid = Signal()
+        m.d.comb += advance.eq(~valid | (self.gpu_resp.ready & ~short_valid))
 
         # S/Z buffer data: one beat per line; read when a GPU read enters the splitting stage.
         m.submodules.scales = scales = memory.Memory(shape=p.interface_bits, depth=p.sz_lines, init=[])
@@ -75,12 +87,27 @@ class DataProcessing(wiring.Component):
         last = part == parts - 1
         can_load = ~held | (advance & last)
         fill = head.kind != Kind.GPU
+        head_flags = decode(head.tag)
+        stage_valid = [held]
+        for stage in range(DATAPATH_STAGES):
+            stage_valid.append(delayed(m, advance, stage_valid[-1], 1, f"valid{stage + 1}"))
+        m.d.comb += valid.eq(stage_valid[-1])
+        # A pass-through beat (bypass, reserved tag, store acknowledgement) goes the short way when nothing older
+        # is in the datapath and the short register is free or delivering (the module's docstring says why).
+        to_short = Signal()
+        m.d.comb += to_short.eq(~fill & ~head_flags.dequantize & self._nothing_older(stage_valid)
+                                & (~short_valid | self.gpu_resp.ready))
         m.d.comb += [
-            self.mc_resp.ready.eq(self.history.valid & (fill | can_load)),
+            self.mc_resp.ready.eq(self.history.valid & (fill | to_short | can_load)),
             self.history.ready.eq(self.mc_resp.valid & self.mc_resp.ready),
         ]
         accepted = self.history.ready
-        load = accepted & ~fill
+        load = accepted & ~fill & ~to_short
+        with m.If(self.gpu_resp.ready):
+            m.d.sync += short_valid.eq(0)
+        with m.If(accepted & to_short):
+            m.d.sync += [short_valid.eq(1), short.is_write.eq(head.is_write), short.error.eq(head_flags.reserved),
+                         short.data.eq(Mux(head.is_write, 0, self.mc_resp.payload.data))]
         m.d.comb += [
             scale_write.addr.eq(head.scale_line), scale_write.data.eq(self.mc_resp.payload.data),
             scale_write.en.eq(accepted & (head.kind == Kind.SCALE)),
@@ -102,18 +129,25 @@ class DataProcessing(wiring.Component):
         outputs = [self._lane(m, stages.fork(), lut, selected, k) for k in range(p.lanes)]
         stages.require_depth(DATAPATH_STAGES, self)
 
-        control = Cat(read.table_miss, ~flags.dequantize, flags.reserved | read.table_miss, flags.bf16)
+        control = Cat(read.table_miss | read.is_write, ~flags.dequantize, flags.reserved | read.table_miss,
+                      flags.bf16, read.is_write)
         control = delayed(m, advance, control, DATAPATH_STAGES, "control")
         raw = delayed(m, advance, beat, DATAPATH_STAGES, "raw")
-        valid = delayed(m, advance, held, DATAPATH_STAGES, "valid")
-        zero_out, pass_through, error, bf16 = control[0], control[1], control[2], control[3]
+        zero_out, pass_through, error, bf16, is_write = (control[k] for k in range(5))
         dequantized = Cat(*[Mux(bf16, to_bf16, to_fp16) for to_fp16, to_bf16 in outputs])
-        m.d.comb += [
-            self.gpu_resp.valid.eq(valid),
-            self.gpu_resp.payload.data.eq(Mux(zero_out, 0, Mux(pass_through, raw, dequantized))),
-            self.gpu_resp.payload.error.eq(error),
-        ]
+        m.d.comb += self.gpu_resp.valid.eq(short_valid | valid)
+        with m.If(short_valid):
+            m.d.comb += self.gpu_resp.payload.eq(short)
+        with m.Else():
+            m.d.comb += [
+                self.gpu_resp.payload.data.eq(Mux(zero_out, 0, Mux(pass_through, raw, dequantized))),
+                self.gpu_resp.payload.error.eq(error), self.gpu_resp.payload.is_write.eq(is_write),
+            ]
         return m
+
+    def _nothing_older(self, stage_valid: list[Value]) -> Value:
+        """No beat in the splitting stage or the datapath: a pass-through beat may take the short path."""
+        return ~Cat(*stage_valid).any()
 
     def _select(self, stages: Stages, flags, part, beat, read, scale_line, zero_line):
         """Stage 1: each lane's weight, scale and zero-point bits for element `lanes · part + lane`."""

@@ -19,7 +19,9 @@ class RequestTable(wiring.Component):
     """Entries written through `config` (always ready); `address` → `match` combinationally.
 
     Entries are registers, not a memory, because every one is compared at once; the lowest matching
-    index wins. Reset clears every entry.
+    index wins. `updating` is high from the cycle after an update's first beat to the cycle after its last
+    (`last` set): while it is, the table may hold a mix of old and new entries and must not be looked up. Reset
+    clears every entry.
     """
 
     def __init__(self, params: DQBParams) -> None:
@@ -28,6 +30,7 @@ class RequestTable(wiring.Component):
             "config": In(stream.Signature(config_write(params))),
             "address": In(params.address_bits),
             "match": Out(match_layout(params)),
+            "updating": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
@@ -35,6 +38,8 @@ class RequestTable(wiring.Component):
         p, beat_mask = self.params, self.params.beat_bytes - 1
         m.d.comb += self.config.ready.eq(1)
         write = self.config.payload
+        with m.If(self.config.valid):
+            m.d.sync += self.updating.eq(~write.last)
         aligned = ((write.weight_base | write.weight_size | write.scale_base | write.zero_base) & beat_mask) == 0
         matched = Signal()
         for index in reversed(range(p.table_entries)):  # assigned last = highest priority: index 0

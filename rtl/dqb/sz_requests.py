@@ -4,10 +4,11 @@ dequantized read, fetches the scale and zero-point beats its groups need unless 
 Presence is guaranteed by order: the memory controller answers in request order, so a fill issued before a
 weight read has been written into its S/Z line by the time that read's data reaches the datapath, and a
 later fill that reuses the line arrives only after it. The directory here therefore marks a line present
-as soon as its fill is issued. Every read it issues is logged in the tag history buffer (a FIFO), which
-steers the response side: the `history` port feeds it, and a read is issued only while it has room.
+as soon as its fill is issued. Every request it issues is logged in the tag history buffer (a FIFO), which
+steers the response side: the `history` port feeds it, and a request is issued only while it has room (the
+memory answers stores too, with an acknowledgement that becomes the GPU's).
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -15,7 +16,7 @@ from amaranth.utils import exact_log2
 from .params import DQBParams
 from .request_table import RequestTable, match_layout
 from .ports import Kind, config_write, gpu_request, history_entry, line_bits, mc_request
-from .tags import decode
+from .tags import BYPASS, decode
 
 
 class LineDirectory(wiring.Component):
@@ -83,9 +84,14 @@ class SZRequestGenerator(wiring.Component):
         request = Signal(gpu_request(p))
         found = Signal(match_layout(p))
         done = Signal()
-        m.d.comb += [table.address.eq(self.gpu_req.payload.address), self.gpu_req.ready.eq(~held | done)]
-        with m.If(self.gpu_req.ready):
-            m.d.sync += [held.eq(self.gpu_req.valid), request.eq(self.gpu_req.payload), found.eq(table.match)]
+        # No request is looked up while a multi-entry table update is half written (`table.updating`): each sees
+        # the whole table before the update or after it. One already held completes with what it found.
+        free = ~held | done
+        m.d.comb += [table.address.eq(self.gpu_req.payload.address),
+                     self.gpu_req.ready.eq(free & ~table.updating)]
+        with m.If(free):
+            m.d.sync += [held.eq(self.gpu_req.valid & self.gpu_req.ready), request.eq(self.gpu_req.payload),
+                         found.eq(table.match)]
 
         flags = decode(request.tag)
         dequantize = held & ~request.is_write & flags.dequantize & found.hit & found.usable
@@ -130,17 +136,19 @@ class SZRequestGenerator(wiring.Component):
             ]
         with m.Else():
             m.d.comb += [
-                self.mc_req.valid.eq(held & (store | can_push)),
+                self.mc_req.valid.eq(held & can_push),
                 mc.address.eq(request.address), mc.is_write.eq(store), mc.data.eq(request.data),
-                mc.kind.eq(Kind.GPU),
-                entry.kind.eq(Kind.GPU), entry.tag.eq(request.tag),
-                entry.table_miss.eq(flags.dequantize & ~(found.hit & found.usable)),
+                mc.mask.eq(Mux(store, request.mask, 0)), mc.kind.eq(Kind.GPU),
+                entry.kind.eq(Kind.GPU), entry.is_write.eq(store),
+                # A store's answer is a one-beat acknowledgement: logged as an untagged beat.
+                entry.tag.eq(Mux(store, BYPASS, request.tag)),
+                entry.table_miss.eq(~store & flags.dequantize & ~(found.hit & found.usable)),
                 entry.scale_line.eq(scale_line), entry.zero_line.eq(zero_line),
                 entry.offset.eq(offset), entry.log2_group_width.eq(found.log2_group_width),
                 done.eq(issued),
             ]
-        # Every read issued is logged; a store, which gets no response, is not.
-        m.d.comb += self.history.valid.eq(issued & ~(done & store))
+        # Every request issued is logged: the memory answers each one, a store with an acknowledgement.
+        m.d.comb += self.history.valid.eq(issued)
 
         # A config write empties the directories, but not under a request offered on mc_req and not yet taken:
         # the emptied directory would turn it into another request (a fill) before the memory controller took

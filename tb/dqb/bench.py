@@ -1,11 +1,13 @@
 """cocotb bench of the DQB: bit-exact against the golden model `tb.models.dqb` under random memory latency
 and back-pressure, errors, reset mid-traffic, checkpoint formats end to end, and the measured figures."""
 import random
+from dataclasses import replace
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
+from rtl.dqb.dqb import DQB
 from rtl.dqb.ports import Kind
 
 from .. import bench
@@ -53,21 +55,73 @@ async def _under_back_pressure(dut, seed: int) -> tuple[Harness, Scenario, np.ra
 
 @cocotb.test()
 async def random_traffic_under_back_pressure(dut):
-    """Mixed reads (all tags), stores to scratch and to S/Z, layer switches and table misses, with random
-    memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged."""
+    """Mixed reads (all tags), byte-masked stores to scratch and to S/Z, layer switches and table misses, with
+    random memory latency and stalls on every port: bit-exact, in order, stores reach memory unchanged with their
+    masks, and each store's one acknowledgement comes after the memory answered it (the store is in memory)."""
     p = params()
     h, scenario, rng = await _under_back_pressure(dut, seed=2)
+    answered, delivered = bench.HandshakeProbe(dut, "mc_resp"), bench.HandshakeProbe(dut, "gpu_resp")
     ops = random_operations(rng, scenario, p.beat_bytes, 600, store_probability=0.3)
     expected, final_image = expected_responses(scenario, ops, p.rounding, p.interface_bits)
     checked = await h.checked(ops, expected)
     await h.idle()
-    stores = [(op.address, op.store) for op in ops if op.store is not None]
-    assert [(r["address"], r["data"]) for r in h.memory.requests if r["is_write"]] == stores, "stores changed or lost"
+    for probe in (answered, delivered):
+        probe.stop()
+    stores = [(op.address, op.store, op.byte_mask(p.beat_bytes)) for op in ops if op.store is not None]
+    assert [(r["address"], r["data"], r["mask"]) for r in h.memory.requests if r["is_write"]] == stores, \
+        "stores changed or lost"
+    # The memory answers every request in order: answer j is request j's. The k-th acknowledgement on gpu_resp
+    # must follow the k-th store's answer.
+    store_answers = [cycle for cycle, r in zip(answered.cycles, h.memory.requests, strict=True) if r["is_write"]]
+    acks = [cycle for cycle, (_, beat) in zip(delivered.cycles, h.board.log["gpu_resp"], strict=True) if beat[2]]
+    assert len(acks) == len(stores) and all(a > s for a, s in zip(acks, store_answers)), \
+        "a store was acknowledged before the memory answered it"
     assert h.memory.overtaken == 0, "a memory answer overtook an older one: the DQB needs them in order"
     assert all(r["kind"] == Kind.GPU.value for r in h.memory.requests if r["is_write"])
     assert all(data == golden.beat_to_int(final_image[address:address + p.beat_bytes])
                for address, data in h.memory.contents.written.items()), "memory differs after the stores"
-    bench.record(random_vectors=checked, random_reads=len(expected), random_stores=len(stores))
+    bench.record(random_vectors=checked, random_reads=len(ops) - len(stores), random_stores=len(stores))
+
+
+@cocotb.test()
+async def table_update_under_traffic(dut):
+    """The whole layer table rewritten, again and again, while reads and byte-masked stores are in flight under
+    random back-pressure (config beats paced at random too): each update alternates between the layers' entries
+    and the same ones with groups twice as wide, which every dequantized read can tell apart. Each read must see
+    one whole version, the one `golden.table_versions` gives from the cycles the read and each update's last beat
+    were taken; a read that saw a half-written table (some entries new, some old) fails."""
+    p = params()
+    h, scenario, rng = await _under_back_pressure(dut, seed=11)
+    coarse = [replace(e, log2_group_width=e.log2_group_width + 1) for e in scenario.table]
+    tables = [scenario.table, coarse]
+    accepted, configured = bench.HandshakeProbe(dut, "gpu_req"), bench.HandshakeProbe(dut, "config", payloads=True)
+    h.config.set_pause_generator(bench.random_pauses(random.Random(11), 0.5))
+    ops = random_operations(rng, scenario, p.beat_bytes, 500)
+    h.expect(ops, None)
+    cocotb.start_soon(h.send(ops))
+    updates = 0
+    while len(accepted.cycles) < len(ops):
+        await ClockCycles(dut.clk, int(rng.integers(5, 40)))
+        updates += 1
+        await h.program(tables[updates % 2], scenario.enabled)
+    await h.board.drained()
+    await h.idle()
+    for probe in (accepted, configured):
+        probe.stop()
+    last = [cycle for cycle, payload in zip(configured.cycles, configured.payloads, strict=True)
+            if h.config_fields.unpack(payload)["last"]]
+    versions = golden.table_versions(accepted.cycles, last)
+    enabled = [[e for e, on in zip(table, scenario.enabled, strict=True) if on] for table in tables]
+    expected, _ = expected_responses(scenario, ops, p.rounding, p.interface_bits, enabled,
+                                     [v % 2 for v in versions])
+    want = [(beat, r.error, r.is_write) for r in expected for beat in r.beats]
+    got = [beat for _, beat in h.board.log["gpu_resp"]]
+    assert len(got) == len(want)
+    wrong = [k for k, (a, b) in enumerate(zip(got, want)) if a != b]
+    assert not wrong, f"{len(wrong)} beats differ from the golden model's; the first is beat {wrong[0]}"
+    assert len(set(versions)) > 4, f"the traffic saw only table versions {sorted(set(versions))}"
+    count_checked(sum(len(r.beats) for r in expected if not r.is_write) * p.lanes)
+    bench.record(table_updates=updates)
 
 
 @cocotb.test()
@@ -149,9 +203,9 @@ async def checkpoints_end_to_end(dut):
             reads = layout.reads(pc, 0)
             tag = golden.tag_of("int4", "fp16")
             # Checked after reassembly against the format's own reference, not beat by beat.
-            got = await h.run([Operation(a, tag) for a in reads], None, beats_each=4)
-            assert not any(error for _, error in got), f"{name}: error responses"
-            responses.append([data for data, _ in got])
+            got = await h.run([Operation(a, tag) for a in reads], None)
+            assert not any(error for _, error, _ in got), f"{name}: error responses"
+            responses.append([data for data, _, _ in got])
         out = layout.reassemble(0, responses, p.interface_bits)
         bad = np.flatnonzero(out != reference.view(np.uint16))
         assert not len(bad), f"{name}: {len(bad)} of {out.size} weights differ from the checkpoint's reference"
@@ -161,7 +215,8 @@ async def checkpoints_end_to_end(dut):
 
 async def _isolated_read(h: Harness, scenario: Scenario, op: Operation, accepted, data_in,
                          delivered) -> tuple[int, int]:
-    """(memory data in → first beat out, GPU request accepted → first beat out) of one read on an idle DQB."""
+    """(memory answer in → first beat out, GPU request accepted → first beat out) of one read (or a store and its
+    acknowledgement) on an idle DQB."""
     expected, _ = expected_responses(scenario, [op], h.params.rounding, h.params.interface_bits)
     await h.run([op], expected)  # checked, not counted: vectors_checked counts the timed streams
     await ClockCycles(h.dut.clk, 4)
@@ -207,7 +262,12 @@ async def timing_figures(dut):
         assert len(data_in.cycles) - memory_start == beats, "every S/Z access should hit"
         memory_rates[MODE_NAMES[tag]] = round(beats * rates[MODE_NAMES[tag]] / len(cycles), 4)
         gaps[MODE_NAMES[tag]] = np.diff(cycles)
-    assert len(set(latency.values())) == 1, f"read latency differs between modes: {latency}"
+    # The block's statement: pass-through beats take the short path on an empty datapath, the rest the lanes.
+    stated = {name: DQB.latency if golden.MODES.get(tag) else DQB.bypass_latency for tag, name in MODE_NAMES.items()}
+    assert latency == stated, f"read latency per mode {latency}, stated {stated}"
+    # A store's acknowledgement: the memory's answer → its beat on gpu_resp.
+    store_latency, _ = await _isolated_read(h, scenario, Operation(3 * size - p.beat_bytes, store=1, mask=1),
+                                            accepted, data_in, delivered)
 
     # S/Z miss penalty: the same isolated INT8 read with its scale and zero beats cold, then cached.
     await h.program([entry])  # any configuration write empties the S/Z buffer
@@ -220,7 +280,9 @@ async def timing_figures(dut):
     # Behind a DRAM model a refresh or a row miss may hold a stream up: measured there, not required.
     if isinstance(h.memory, MemoryController):
         assert min(rates.values()) == 1.0, f"response beats per cycle with S/Z hits: {rates}"
-    bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"], beats_per_cycle=min(rates.values()),
+    bench.record(read_latency_cycles=latency, latency_cycles=latency["int4_fp16"],
+                 bypass_latency_cycles=latency["bypass"], store_ack_latency_cycles=store_latency,
+                 beats_per_cycle=min(rates.values()),
                  request_latency_cycles=request_latency, beats_per_cycle_by_mode=rates,
                  memory_beats_per_cycle_by_mode=memory_rates,
                  # The II, the slowest mode's shortest gap between response beats (the DQB's own rate behind any

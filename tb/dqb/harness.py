@@ -3,7 +3,7 @@ beats arrive), a configuration source and the memory-controller model over a PC-
 (`tb.memory`, a latency drawn per request) or, when the run names a DRAM preset (`basedie verify dqb
 --memory-model hbm4`), an HBM pseudo channel (`tb.dram`) at the DQB's design clock. Either answers in request
 order: the DQB has no response tags and matches memory answers to its tag history by order alone (docs/dram.md),
-so the harness refuses a memory that could reorder."""
+so the harness refuses a memory that could reorder. The memory answers stores too (their acknowledgements)."""
 import random
 
 import cocotb
@@ -21,7 +21,7 @@ from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
 from ..payload import Packer
 from ..scoreboard import ANY, Scoreboard
-from .stimulus import Operation
+from .stimulus import Operation, response_beats
 
 ELEMENTS_CHECKED = [0]  # 16-bit elements compared with the golden model, over all tests of this run
 
@@ -67,11 +67,12 @@ class Harness:
         contents = image_contents(image, self.params.beat_bytes)
         memory = bench.config()["memory"]
         if memory == "ideal":
-            self.memory = MemoryController(dut, component, self.clock, contents, rng, latency=latency)
+            self.memory = MemoryController(dut, component, self.clock, contents, rng, latency=latency,
+                                           answer_writes=True)
         else:
             self.memory = DramController(dut, component, self.clock, contents, timing=PRESETS[memory],
                                          params=ControllerParams(in_order=True), clock_hz=self.params.design_clock_hz,
-                                         address_bytes=1)
+                                         address_bytes=1, answer_writes=True)
         if not self.memory.in_order:
             raise ValueError("the DQB needs its memory answers in request order")
         self.requests, self.responses = bench.source(dut, "gpu_req"), bench.sink(dut, "gpu_resp")
@@ -84,45 +85,49 @@ class Harness:
         response_fields = Packer.of_port(component, "gpu_resp")
         self.board = Scoreboard(self.clock)
         self.board.add_port("gpu_resp", self.responses, decode=lambda payload: _beat(response_fields, payload),
-                            describe=lambda beat: "any" if beat is ANY else f"data {beat[0]:#x} error={beat[1]}")
+                            describe=lambda beat: "any" if beat is ANY else
+                            f"data {beat[0]:#x} error={beat[1]} is_write={beat[2]}")
 
     async def program(self, entries: list[LayerEntry], enabled: list[bool] | None = None) -> None:
-        """Write `entries` to table indices 0, 1, ...; `enabled` (default all) gives each one's enable bit."""
+        """Write `entries` to table indices 0, 1, ... as one update (`last` on the final beat); `enabled` (default
+        all) gives each one's enable bit."""
         for index, e in enumerate(entries):
             await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
                 index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
                 zero_base=e.zero_base, log2_group_width=e.log2_group_width,
-                enable=1 if enabled is None else int(enabled[index]))))
+                enable=1 if enabled is None else int(enabled[index]), last=int(index == len(entries) - 1))))
         await self.config.wait()
 
     async def send(self, ops: list[Operation]) -> None:
         for op in ops:
             payload = self.request_fields.pack(address=op.address, tag=op.tag, is_write=op.store is not None,
+                                               mask=op.byte_mask(self.params.beat_bytes) if op.store is not None else 0,
                                                data=op.store or 0)
             await self.requests.send(bench.StreamTransaction(payload=payload))
 
-    def expect(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> None:
-        """Queue the response beats of the reads among `ops` (`None`: `beats_each` unchecked beats per read,
-        for a caller that checks them itself), each with the read that asks for it."""
-        reads = [op for op in ops if op.store is None]
-        for index, op in enumerate(reads):
-            beats = ([(beat, expected[index].error) for beat in expected[index].beats] if expected is not None
-                     else [ANY] * beats_each)
-            self.board.expect("gpu_resp", beats, [f"beat {k} of read {index} (address {op.address:#x}, "
-                                                  f"{MODE_NAMES[op.tag]})" for k in range(len(beats))])
+    def expect(self, ops: list[Operation], expected: list[Response] | None) -> None:
+        """Queue the response beats of `ops`, one `expected` response each (a store's is its acknowledgement;
+        `None`: as many unchecked beats as each is owed, for a caller that checks them itself), each with the
+        request that asks for it."""
+        for index, op in enumerate(ops):
+            beats = ([(beat, expected[index].error, expected[index].is_write) for beat in expected[index].beats]
+                     if expected is not None else [ANY] * response_beats(op))
+            what = "store" if op.store is not None else MODE_NAMES[op.tag]
+            self.board.expect("gpu_resp", beats, [f"beat {k} of request {index} (address {op.address:#x}, {what})"
+                                                  for k in range(len(beats))])
 
-    async def run(self, ops: list[Operation], expected: list[Response] | None, beats_each: int = 0) -> list:
+    async def run(self, ops: list[Operation], expected: list[Response] | None) -> list:
         """Send `ops` and wait for every response beat, each checked on arrival; returns the beats received."""
         first = len(self.board.log["gpu_resp"])
-        self.expect(ops, expected, beats_each)
+        self.expect(ops, expected)
         cocotb.start_soon(self.send(ops))
         await self.board.drained()
         return [beat for _, beat in self.board.log["gpu_resp"][first:]]
 
     async def checked(self, ops: list[Operation], expected: list[Response]) -> int:
-        """`run`, counting the elements compared."""
+        """`run`, counting the elements compared (acknowledgements carry none)."""
         await self.run(ops, expected)
-        return count_checked(sum(len(r.beats) for r in expected) * self.params.lanes)
+        return count_checked(sum(len(r.beats) for r in expected if not r.is_write) * self.params.lanes)
 
     async def idle(self, cycles: int = 30) -> None:
         """Nothing more comes out: no duplicated or invented beats."""
@@ -139,6 +144,6 @@ class Harness:
         self.board.clear()
 
 
-def _beat(fields: Packer, payload: int) -> tuple[int, bool]:
+def _beat(fields: Packer, payload: int) -> tuple[int, bool, bool]:
     beat = fields.unpack(payload)
-    return beat["data"], bool(beat["error"])
+    return beat["data"], bool(beat["error"]), bool(beat["is_write"])

@@ -12,10 +12,14 @@ SCRATCH_BEATS = 32  # a region outside every layer: table misses, untagged reads
 
 @dataclass(frozen=True)
 class Operation:
-    """One GPU request: a read (tag) or a store (data)."""
+    """One GPU request: a read (tag) or a store (data, and `mask`: one bit per byte to write; None: every byte)."""
     address: int
     tag: int = golden.BYPASS_TAG
     store: int | None = None
+    mask: int | None = None
+
+    def byte_mask(self, beat_bytes: int) -> int:
+        return (1 << beat_bytes) - 1 if self.mask is None else self.mask
 
 
 @dataclass
@@ -89,11 +93,17 @@ def _align(address: int, alignment: int) -> int:
     return -(-address // alignment) * alignment
 
 
+def _random_mask(rng: np.random.Generator, beat_bytes: int) -> int:
+    """A store's byte mask: the whole beat half the time, else any pattern (none and single bytes included)."""
+    return (1 << beat_bytes) - 1 if rng.random() < 0.5 else int(rng.integers(0, 1 << beat_bytes))
+
+
 def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: int, count: int,
                       store_probability: float = 0.1, unaligned: float = 0.1) -> list[Operation]:
     """Reads in runs along a layer (S/Z hits), jumps between layers (switches), reads outside every layer
-    (table misses when tagged), untagged and reserved-tag reads, stores to the scratch region and to scale and
-    zero-point lines; a fraction `unaligned` of the addresses point inside their beat rather than at its start."""
+    (table misses when tagged), untagged and reserved-tag reads, byte-masked stores (random masks) to the scratch
+    region and to scale and zero-point lines; a fraction `unaligned` of the addresses point inside their beat
+    rather than at its start."""
     ops: list[Operation] = []
 
     def inside(address: int) -> int:
@@ -107,7 +117,7 @@ def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: 
                 entry = scenario.entries[int(rng.integers(len(scenario.entries)))]
                 address = entry.scale_base if rng.random() < 0.5 else entry.zero_base
             data = int.from_bytes(rng.integers(0, 256, beat_bytes, dtype=np.uint8).tobytes(), "little")
-            ops.append(Operation(inside(address), store=data))
+            ops.append(Operation(inside(address), store=data, mask=_random_mask(rng, beat_bytes)))
             continue
         tag = int(rng.integers(0, 8))
         if rng.random() < 0.15:
@@ -121,27 +131,38 @@ def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: 
     return ops[:count]
 
 
-def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str,
-                       interface_bits: int) -> tuple[list[Response], np.ndarray]:
-    """The golden responses to the reads among `ops`, in order, and the image after every store. Reads and stores
-    are of whole beats: an address's bits below the beat are ignored (README, the DQB's ports)."""
+def response_beats(op: Operation) -> int:
+    """Beats the DQB returns for `op`: 16/bits for a dequantizing read (a table miss too), else one."""
+    mode = golden.MODES.get(op.tag)
+    return mode.expansion if op.store is None and mode is not None else 1
+
+
+def expected_responses(scenario: Scenario, ops: list[Operation], rounding: str, interface_bits: int,
+                       tables: list[list[LayerEntry]] | None = None,
+                       versions: list[int] | None = None) -> tuple[list[Response], np.ndarray]:
+    """The golden response to each of `ops`, in order (a store's is its acknowledgement), and the image after
+    every store. Reads and stores are of whole beats: an address's bits below the beat are ignored (README, the
+    DQB's ports); a store writes the bytes its mask selects. Op i reads through the layer entries
+    `tables[versions[i]]` (default: `scenario.entries` for all)."""
     image = scenario.image.copy()
+    tables = [scenario.entries] if tables is None else tables
+    versions = [0] * len(ops) if versions is None else versions
     responses: list[Response] = []
     reads: list[Operation] = []
     beat_bytes = interface_bits // 8
 
-    def flush() -> None:
+    def flush(version: int) -> None:
         if reads:
-            responses.extend(golden.dequantize_reads(image, scenario.entries, [r.address & -beat_bytes for r in reads],
+            responses.extend(golden.dequantize_reads(image, tables[version], [r.address & -beat_bytes for r in reads],
                                                      [r.tag for r in reads], rounding, interface_bits))
             reads.clear()
 
-    for op in ops:
+    for index, (op, version) in enumerate(zip(ops, versions, strict=True)):
         if op.store is None:
             reads.append(op)
+            if index + 1 == len(ops) or versions[index + 1] != version:
+                flush(version)
         else:
-            flush()
-            start = op.address & -beat_bytes
-            image[start:start + beat_bytes] = golden.int_to_beat(op.store, interface_bits)
-    flush()
+            flush(version)
+            responses.append(golden.store(image, op.address, op.store, op.byte_mask(beat_bytes), interface_bits))
     return responses, image

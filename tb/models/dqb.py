@@ -2,8 +2,10 @@
 
 It answers a GPU read of one interface beat the way the DQB memory contract (README, "StreamDQ offline layout
 and checkpoints") says the block must: bypass, dequantize with the S/Z found through the layer entries in the
-PC-local memory image, or a defined error response. Arithmetic is `tb.models.fp` (numpy float32, never the
-RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32 step round-to-nearest-even.
+PC-local memory image, or a defined error response; a byte-masked store, with its acknowledgement; and which
+version of the layer table a request sees while the table is rewritten under traffic.
+Arithmetic is `tb.models.fp` (numpy float32, never the RTL): `narrow((f32(x) - f32(z)) * f32(s))`, each FP32
+step round-to-nearest-even.
 """
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,9 +85,15 @@ class LayerEntry:
 
 
 class Response(NamedTuple):
-    """The GPU response to one read: `beats` as ints of `interface_bits`, and the error bit every beat carries."""
+    """The GPU response to one request: `beats` as ints of `interface_bits`, the error bit every beat carries, and
+    `is_write` for a store's acknowledgement (one beat of 0)."""
     beats: tuple[int, ...]
     error: bool
+    is_write: bool = False
+
+
+ACKNOWLEDGEMENT = Response((0,), False, True)
+"""The one beat a store returns, once the memory holds it."""
 
 
 def beat_to_int(data: np.ndarray) -> int:
@@ -108,6 +116,28 @@ def weight_codes(data: np.ndarray, bits: int) -> np.ndarray:
     if bits == 8:
         return data.astype(np.int64)
     return np.stack([data & 0xF, data >> 4], axis=-1).reshape(data.shape[0], -1).astype(np.int64)
+
+
+def store(memory: np.ndarray, address: int, data: int, mask: int,
+          interface_bits: int = INTERFACE_BITS) -> Response:
+    """Apply a GPU store to the PC-local image in place: byte k of the beat holding `address` (its low bits are
+    ignored) becomes byte k of `data` where bit k of `mask` is set. Returns its acknowledgement."""
+    beat_bytes = interface_bits // 8
+    start = address & -beat_bytes
+    if not 0 <= start <= len(memory) - beat_bytes:
+        raise ValueError(f"a store at {address:#x} lies outside the {len(memory)}-byte memory image")
+    written = np.array([mask >> k & 1 for k in range(beat_bytes)], dtype=bool)
+    beat = memory[start:start + beat_bytes]
+    beat[written] = int_to_beat(data, interface_bits)[written]
+    return ACKNOWLEDGEMENT
+
+
+def table_versions(accepted: Sequence[int], updated: Sequence[int]) -> list[int]:
+    """Which table each GPU request looks up: the number of table updates whose last `config` beat was taken in a
+    cycle before the request's (`accepted`, `updated`: cycles). A request taken in the same cycle as an update's
+    beat looks the table up before it, and the DQB takes none while an update is half written, so every request
+    sees one whole version: 0 the table before the first update, v the one after update v."""
+    return [int(v) for v in np.searchsorted(np.sort(np.asarray(updated, dtype=np.int64)), accepted, side="left")]
 
 
 def dequantize_read(memory: np.ndarray, entries: Sequence[LayerEntry], address: int, tag: int,

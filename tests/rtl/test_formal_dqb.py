@@ -1,5 +1,6 @@
 """The DQB's formal properties can fail (docs/formal.md): the bug the proof of `mc_req_stable` found, put back,
-and response registers that ignore back-pressure, must each give a counterexample."""
+response registers that ignore back-pressure, and a short path that overtakes the datapath, must each give a
+counterexample."""
 import pytest
 from amaranth.hdl import Const
 
@@ -40,5 +41,22 @@ def test_response_registers_that_ignore_back_pressure_move_a_waiting_response(mo
     delayed = processing.delayed
     monkeypatch.setattr(processing, "delayed",
                         lambda m, advance, value, stages, name: delayed(m, Const(1), value, stages, name))
-    outcome = bmc("gpu_resp_stable", 15)   # the first beat reaches gpu_resp at step 14 at the earliest
+    outcome = bmc("gpu_resp_stable", 16)   # counterexample at step 15 (it was 14 before the short path)
     assert outcome.status == "FAIL" and outcome.failed_assertions, outcome.log[-2000:]
+
+
+def test_a_short_path_that_overtakes_the_datapath_breaks_the_response_order(monkeypatch) -> None:
+    """A store's acknowledgement (or a bypass beat) taking the short path past a dequantized read still in the
+    datapath is delivered in that read's place (counterexample at step 4: the read accepted at step 0, the store
+    at step 1, both answered by step 3)."""
+    class Overtaking(processing.DataProcessing):
+        def _nothing_older(self, stage_valid):
+            return Const(1)
+    monkeypatch.setattr(rtl_dqb, "DataProcessing", Overtaking)
+    outcome = bmc("in_order", 6)
+    assert outcome.status == "FAIL" and outcome.failed_step <= 5, outcome.log[-2000:]
+
+
+def test_the_real_dqb_keeps_the_response_order_where_the_bug_showed() -> None:
+    outcome = bmc("in_order", 6)
+    assert outcome.status == "PASS", outcome.log[-2000:]

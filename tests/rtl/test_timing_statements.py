@@ -5,7 +5,8 @@ from basedie import verified
 from rtl.registry import BLOCKS
 
 # The figure a block's `latency` states. The MMU's is its unloaded minimum, the GPU path (the PNM path has one
-# more stage); the DQB's is a read's data to its first response beat, which its bench records as `latency_cycles`.
+# more stage); the DQB's is a dequantized read's data to its first response beat, which its bench records as
+# `latency_cycles` (its `bypass_latency`, the short path's, as `bypass_latency_cycles`).
 LATENCY_FIGURE = {"mmu": "latency_cycles_gpu"}
 
 
@@ -16,6 +17,9 @@ def statements(table: verified.VerifiedBlocks) -> list[tuple[str, str, int, int]
         component = BLOCKS[entry.block].component(BLOCKS[entry.block].params(**entry.params))
         latency = LATENCY_FIGURE.get(entry.block, "latency_cycles")
         rows.append((entry.block, latency, component.latency, entry.figures[latency]))
+        if hasattr(component, "bypass_latency"):  # the DQB's short path for pass-through beats
+            rows.append((entry.block, "bypass_latency_cycles", component.bypass_latency,
+                         entry.figures["bypass_latency_cycles"]))
         rows.append((entry.block, "initiation_interval", component.initiation_interval,
                      entry.figures["initiation_interval"]))
     return rows

@@ -76,11 +76,9 @@ def test_a_zero_point_taken_from_the_next_group_fails_the_bench(monkeypatch, tmp
     assert failed == {"every_mode_and_error"}, failed
 
 
-@icarus
-def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch, tmp_path) -> None:
-    """Every written entry is enabled: the disabled decoy at index 0 (the first layer's range, another layer's S/Z)
-    wins over the real entry, so the first layer's dequantized reads are wrong."""
-    class Careless(wiring.Component):
+def _table_forcing(field: str, value: int) -> type:
+    """A request table that sees `field` of every config beat as `value`."""
+    class Forcing(wiring.Component):
         def __init__(self, params) -> None:
             self.inner = request_table.RequestTable(params)
             super().__init__(dict(self.inner.signature.members.items()))
@@ -89,12 +87,57 @@ def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch
             m = Module()
             m.submodules.inner = inner = self.inner
             m.d.comb += [inner.config.valid.eq(self.config.valid), inner.config.payload.eq(self.config.payload),
-                         inner.config.payload.enable.eq(1), self.config.ready.eq(inner.config.ready),
-                         inner.address.eq(self.address), self.match.eq(inner.match)]
+                         getattr(inner.config.payload, field).eq(value), self.config.ready.eq(inner.config.ready),
+                         inner.address.eq(self.address), self.match.eq(inner.match),
+                         self.updating.eq(inner.updating)]
             return m
-    monkeypatch.setattr(sz_requests, "RequestTable", Careless)
+    return Forcing
+
+
+@icarus
+def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every written entry is enabled: the disabled decoy at index 0 (the first layer's range, another layer's S/Z)
+    wins over the real entry, so the first layer's dequantized reads are wrong."""
+    monkeypatch.setattr(sz_requests, "RequestTable", _table_forcing("enable", 1))
     failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|unusable_entry_is_a_table_miss")
     assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_a_table_update_that_is_not_atomic_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every config beat counts as an update's last: GPU requests are looked up between the beats of a whole-table
+    update, and a read of a layer whose entry was already rewritten sees neither the old table nor the new one.
+    Tests without updates under traffic pass."""
+    monkeypatch.setattr(sz_requests, "RequestTable", _table_forcing("last", 1))
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|table_update_under_traffic")
+    assert failed == {"table_update_under_traffic"}, failed
+
+
+@icarus
+def test_a_short_path_that_overtakes_the_datapath_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Pass-through beats take the short path even with dequantized beats still in the datapath: a bypass or
+    reserved-tag read right after a dequantized one is answered first. The timing test sends isolated reads, where
+    the short path is legal, so only the mixed test fails."""
+    class Overtaking(processing.DataProcessing):
+        def _nothing_older(self, stage_valid):
+            return Const(1)
+    monkeypatch.setattr(rtl_dqb, "DataProcessing", Overtaking)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|timing_figures")
+    assert failed == {"every_mode_and_error"}, failed
+
+
+@icarus
+def test_a_store_that_ignores_its_mask_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """Every store writes its whole beat: the memory then differs from the golden model's, and so do later reads
+    of the bytes the mask left alone. Reads alone are unaffected."""
+    class Maskless(sz_requests.SZRequestGenerator):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            m.d.comb += self.mc_req.payload.mask.eq(-1)
+            return m
+    monkeypatch.setattr(rtl_dqb, "SZRequestGenerator", Maskless)
+    failed = _planted_fails(monkeypatch, tmp_path, "every_mode_and_error|random_traffic_under_back_pressure")
+    assert failed == {"random_traffic_under_back_pressure"}, failed
 
 
 @icarus

@@ -1,5 +1,6 @@
 """The golden DQB against hand-worked beats: every Table 5 mode, both roundings, groups within and across
-beats, FP8 subnormals and NaN, and the contract's error responses."""
+beats, FP8 subnormals and NaN, the contract's error responses, byte-masked stores and which table version a
+request sees."""
 import numpy as np
 import pytest
 
@@ -169,3 +170,19 @@ def test_bench_errors_are_refused() -> None:
     far = dqb.LayerEntry(0, 512, scale_base=4096, zero_base=ZERO_BASE, log2_group_width=9)
     with pytest.raises(ValueError, match="scale"):
         dqb.dequantize_read(image, [far], 0, 4)
+
+
+def test_a_store_writes_only_the_bytes_its_mask_selects() -> None:
+    """A 4-byte beat at 4..7 holding 11 22 33 44; a store to address 6 (inside the beat) of 0xDDCCBBAA with mask
+    0b0101 writes bytes 0 and 2 of the beat: 0xAA at 4, 0xCC at 6. Its answer is one acknowledgement beat."""
+    image = np.array([0, 0, 0, 0, 0x11, 0x22, 0x33, 0x44, 0x55], dtype=np.uint8)
+    assert dqb.store(image, 6, 0xDDCCBBAA, 0b0101, interface_bits=32) == dqb.Response((0,), False, True)
+    assert image.tolist() == [0, 0, 0, 0, 0xAA, 0x22, 0xCC, 0x44, 0x55]
+    dqb.store(image, 4, 0xFFFFFFFF, 0, interface_bits=32)                  # no byte selected: nothing written
+    assert image.tolist() == [0, 0, 0, 0, 0xAA, 0x22, 0xCC, 0x44, 0x55]
+
+
+def test_each_request_sees_the_table_of_the_updates_finished_before_its_cycle() -> None:
+    """Updates whose last beats were taken at cycles 10 and 15: a request taken at 5 or at 10 (the same cycle: it
+    looked the table up before the write) sees version 0, at 11 version 1, at 15 still 1, at 16 and 20 version 2."""
+    assert dqb.table_versions([5, 10, 11, 15, 16, 20], [15, 10]) == [0, 0, 1, 1, 2, 2]

@@ -8,6 +8,7 @@ for the tests of that module only and modules can be rerun one at a time.
 """
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -45,6 +46,16 @@ def prepare(module: str) -> Path:
             link.unlink()
         if not link.is_symlink():
             link.symlink_to(ROOT / name)
+    # mutmut copies a source folder's other files (data, such as the verified table) only when its copy lacks
+    # them, and copies `also_copy` over the old copy: drop both, so that a rerun sees today's files, not those of
+    # the first run (the results, *.meta and mutmut-stats.json, stay).
+    mutants = folder / "mutants"
+    for name in ALSO_COPY:
+        shutil.rmtree(mutants / name, ignore_errors=True)
+    for name in ("sysmodel", "basedie"):
+        for path in (mutants / name).rglob("*") if (mutants / name).exists() else ():
+            if path.is_file() and path.suffix not in (".py", ".meta"):
+                path.unlink()
     deselect = [arg for test in spec.get("deselect", []) for arg in ("--deselect", test)]
     quoted = lambda items: "[" + ", ".join(f'"{item}"' for item in items) + "]"  # noqa: E731
     (folder / "pyproject.toml").write_text(

@@ -10,6 +10,13 @@ from typing import NamedTuple
 from .errors import require
 from .llm import BYTES_PER_VALUE, LLM
 
+# vLLM pads the vocabulary to a multiple of 64 rows and gives each TP rank an equal share of the padded rows,
+# for the embedding and the LM head alike (vllm/model_executor/layers/vocab_parallel_embedding.py:
+# DEFAULT_VOCAB_PADDING_SIZE = 64, pad_vocab_size, num_embeddings_per_partition = divide(num_embeddings_padded,
+# tp_size); ParallelLMHead subclasses VocabParallelEmbedding). Its linear layers split the MLP width with the same
+# `divide`, which refuses a width TP does not divide (vllm/distributed/utils.py, ensure_divisibility).
+VOCAB_PADDING = 64
+
 
 class Work(NamedTuple):
     """What one iteration computes, summed over the sequences in it."""
@@ -57,6 +64,9 @@ class Shard:
                 f"{m.name}: {m.kv_heads} KV heads cannot be split or replicated over TP={self.tp}")
         require(not m.moe or m.experts % self.tp == 0,
                 f"{m.name}: {m.experts} experts cannot be split over EP={self.tp}")
+        require(m.moe or m.ffn % self.tp == 0, f"{m.name}: an MLP of width {m.ffn} cannot be split over TP={self.tp}")
+        require(self.padded_vocab % self.tp == 0,
+                f"{m.name}: {self.padded_vocab} vocabulary rows (padded) cannot be split over TP={self.tp}")
 
     @property
     def heads(self) -> int:
@@ -68,6 +78,26 @@ class Shard:
         return max(1, self.model.kv_heads // self.tp)
 
     @property
+    def padded_vocab(self) -> int:
+        """The vocabulary rounded up to a multiple of `VOCAB_PADDING` rows, as vLLM allocates it."""
+        return -(-self.model.vocab // VOCAB_PADDING) * VOCAB_PADDING
+
+    @property
+    def vocab(self) -> int:
+        """Vocabulary rows of the embedding and of the LM head on one GPU (padding included: it is computed)."""
+        return self.padded_vocab // self.tp
+
+    @property
+    def ffn(self) -> int:
+        """MLP width on one GPU (a dense model's; TP divides it)."""
+        return self.model.ffn // self.tp
+
+    @property
+    def embedding_bytes(self) -> int:
+        """One GPU's embedding and LM head (one matrix when they are tied)."""
+        return self.model.embedding_matrices * self.vocab * self.model.hidden * BYTES_PER_VALUE
+
+    @property
     def kv_bytes_per_token(self) -> int:
         return 2 * self.model.layers * self.kv_heads * self.model.head_dim * BYTES_PER_VALUE
 
@@ -76,7 +106,7 @@ class Shard:
         m = self.model
         attention = m.hidden * (self.heads * 2 + self.kv_heads * 2) * m.head_dim
         mlp = (m.experts * m.expert_params // self.tp + m.hidden * m.experts) if m.moe else m.expert_params // self.tp
-        return (m.layers * (attention + mlp) + m.embedding_matrices * m.vocab * m.hidden // self.tp) * BYTES_PER_VALUE
+        return m.layers * (attention + mlp) * BYTES_PER_VALUE + self.embedding_bytes
 
     def layer_ops(self, work: Work) -> list[Op]:
         """The operators of one layer (all layers are alike)."""
@@ -104,7 +134,7 @@ class Shard:
             ]
         else:
             ops.append(Op("mlp", "matrix", 2 * t * width / self.tp, width * b / self.tp, 0,
-                          t * (2 * m.hidden + m.ffn * (m.mlp_matrices - 1) / self.tp) * b))
+                          t * (2 * m.hidden + self.ffn * (m.mlp_matrices - 1)) * b))
         return ops
 
     def head_ops(self, work: Work) -> list[Op]:
@@ -113,8 +143,8 @@ class Shard:
         if n == 0:
             return []
         return [Op("final_norm", "vector", 4 * n * m.hidden, 0, 0, 2 * n * m.hidden * b),
-                Op("lm_head", "matrix", 2 * n * m.hidden * m.vocab / self.tp, m.hidden * m.vocab * b / self.tp, 0,
-                   n * (m.hidden + m.vocab / self.tp) * b)]
+                Op("lm_head", "matrix", 2 * n * m.hidden * self.vocab, m.hidden * self.vocab * b, 0,
+                   n * (m.hidden + self.vocab) * b)]
 
     def all_reduce_bytes(self, work: Work) -> float:
         """Bytes of one layer's tensor-parallel all-reduces (after attention and after the MLP)."""

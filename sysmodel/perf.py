@@ -297,7 +297,7 @@ class Profiled:
         if op.kind == "vector":
             return ((0.0, op.bytes, p.vector("layernorm", 2 * m.hidden * b, tokens)),)
         if op.name == "mlp":     # a dense MLP: up (gate and up) projection, activation, down projection
-            ffn = m.ffn // shard.tp
+            ffn = shard.ffn
             up = (m.mlp_matrices - 1) * ffn
             act = (m.mlp_matrices * ffn) * b
             return (*((2 * tokens * k * n, (k * n + tokens * (k + n)) * b, p.gemm(k, n, tokens))

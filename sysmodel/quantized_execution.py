@@ -22,15 +22,14 @@ def linear_shapes(shard: Shard) -> dict[str, list[tuple[int, int]]]:
     vLLM merges them), the output and down projections split K under tensor parallelism."""
     m = shard.model
     q, kv = shard.heads * m.head_dim, shard.kv_heads * m.head_dim
-    mlp = [(m.hidden, (m.mlp_matrices - 1) * m.ffn // shard.tp), (m.ffn // shard.tp, m.hidden)]
+    mlp = [(m.hidden, (m.mlp_matrices - 1) * shard.ffn), (shard.ffn, m.hidden)]
     return {"qkv": [(m.hidden, q + 2 * kv)], "o_proj": [(q, m.hidden)], "mlp": mlp}
 
 
 def quantized_weight_bytes(shard: Shard, gemm: GemmModel) -> float:
     """One GPU's weights: quantized linear layers (with S/Z) plus FP16 embeddings and LM head."""
-    m = shard.model
     linear = sum(gemm.weight_bytes(k, n) for shapes in linear_shapes(shard).values() for k, n in shapes)
-    return m.layers * linear + 2 * m.vocab * m.hidden // shard.tp * 2
+    return shard.model.layers * linear + shard.embedding_bytes
 
 
 @dataclass(frozen=True)
@@ -68,8 +67,8 @@ class QuantizedGPUExecution:
         head_s = head_bytes = 0.0
         for op in head_ops:
             if op.name == "lm_head":
-                memory, tensor, nbytes = self.gemm.fp16_gemm(work.logits, shard.model.hidden,
-                                                             shard.model.vocab // shard.tp, bandwidth)
+                memory, tensor, nbytes = self.gemm.fp16_gemm(work.logits, shard.model.hidden, shard.vocab,
+                                                             bandwidth)
                 head_s, head_bytes = head_s + larger(memory, tensor), head_bytes + nbytes
             else:
                 head_s, head_bytes = head_s + larger(op.flops / gpu.flops, op.bytes / bandwidth), head_bytes + op.bytes

@@ -59,7 +59,7 @@ class LayerLRU:
     def __init__(self, layers: int, slots: int, capacity: int) -> None:
         require(capacity >= 0, f"frame cache capacity must be >= 0 objects, got {capacity}")
         self.layers, self.slots, self.capacity = layers, slots, capacity
-        self._last = np.full(layers * slots, -1, dtype=np.int64)  # sequence number of the last touch
+        self._last = np.full(layers * slots, -1)                  # sequence number of the last touch
         self._unapplied: tuple = ()      # (first iteration, iterations x objects touched) not yet in _last
         self.iteration = 0
         self.previous = np.zeros(layers * slots, dtype=bool)      # what the last iteration touched
@@ -158,12 +158,12 @@ class LayerLRU:
         seen = old >= 0
         # An object's place from the top of the recency order counts the objects touched since (never-touched
         # objects sit at the bottom and are never asked about).
-        rank = np.empty(self.last.size, dtype=np.int64)
+        rank = np.empty_like(self.order)
         rank[self.order] = np.arange(self.last.size)
         newer = self.last.size - 1 - rank[flat]
         earlier = np.searchsorted(layer, layer, side="left")          # touched in earlier layers this iteration
         candidates = np.flatnonzero(seen & (newer < self.capacity))
-        overlap = np.zeros(flat.size, dtype=np.int64)
+        overlap = np.zeros_like(flat)
         if candidates.size:
             # Objects touched in earlier layers this iteration whose previous touch was also newer than this
             # object's are counted twice above; with earlier layers, "newer" means a later iteration.

@@ -110,7 +110,7 @@ def objects(shard: Shard) -> tuple[int, int, float]:
     m = shard.model
     if m.moe:
         return m.layers, m.experts // shard.tp, float(m.expert_params * BYTES_PER_VALUE)
-    per_layer = (shard.weight_bytes - 2 * m.vocab * m.hidden // shard.tp * BYTES_PER_VALUE) / m.layers
+    per_layer = (shard.weight_bytes - shard.embedding_bytes) / m.layers
     return m.layers, 1, float(per_layer)
 
 

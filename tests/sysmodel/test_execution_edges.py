@@ -19,8 +19,9 @@ from sysmodel.operators import Shard, decode_work
 from sysmodel.perf import perf_model
 from sysmodel.presets import PRESETS
 
-# One layer of two heads of 4 (two KV heads), MLP 8 → 16 → 8 (2 matrices), a 4-token vocabulary: every operator's
-# elements and FLOPs are small enough to count by hand, at TP1 and at TP2 (one head per GPU).
+# One layer of two heads of 4 (two KV heads), MLP 8 → 16 → 8 (2 matrices), a 4-token vocabulary (an LM head of 64
+# rows once padded as vLLM pads it, to a multiple of 64): every operator's elements and FLOPs are small enough to
+# count by hand, at TP1 and at TP2 (one head per GPU).
 PAIR = LLM("pair", layers=1, hidden=8, heads=2, kv_heads=2, head_dim=4, ffn=16, vocab=4, gated_mlp=False)
 FREE_MMU = MMUArbitration("prefill-first", 1.0, (0.5, 1.0), {"gpu": np.ones((2, 3)), "pnm": np.ones((3, 2))},
                           {"gpu": np.zeros((3, 3)), "pnm": np.zeros((3, 3))}, {"gpu": 0, "pnm": 0}, 1e9)
@@ -39,9 +40,9 @@ def pnm(tp: int, stacks: int = 1, stack_bandwidth: float = 1e18, macs: float = 1
 
 # Decode of 4 sequences holding 10 KV tokens in all. Elements streamed at TP1: qkv weights 8 × (8 + 2·8) = 192,
 # the new tokens' K and V 2 × 4 × 8 = 64, cached K and V 2 × 10 × 8 = 160, o_proj 8 × 8 = 64, MLP 2 × 8 × 16 = 256,
-# LM head 8 × 4 = 32: 768 values, 1,536 bytes. At TP2 each GPU streams half of each (384 values).
+# LM head 8 × 64 = 512: 1,248 values, 2,496 bytes. At TP2 each GPU streams half of each (624 values).
 WORK = decode_work(4, 10)
-BYTES = 1536
+BYTES = 2496
 
 
 @pytest.mark.parametrize(("tp", "stacks"), [(1, 1), (1, 2), (2, 1), (2, 2)])
@@ -49,12 +50,12 @@ def test_a_pnm_iteration_moves_every_value_once_over_its_gpus_and_stacks(tp: int
     cost = pnm(tp, stacks).cost(WORK)
     assert cost.hbm_bytes == BYTES
     # FLOPs: qkv 2·4·8·24 = 1,536, attention 4·2·4·10 = 320, o_proj 2·4·8·8 = 512, MLP 2·4·256 = 2,048, LM head
-    # 2·4·8·4 = 256; the norms (2 × 4·4·8 per layer, 4·4·8 final = 384) run on every GPU, once per GPU.
-    assert cost.flops == 1536 + 320 + 512 + 2048 + 256 + tp * 384
+    # 2·4·8·64 = 4,096; the norms (2 × 4·4·8 per layer, 4·4·8 final = 384) run on every GPU, once per GPU.
+    assert cost.flops == 1536 + 320 + 512 + 2048 + 4096 + tp * 384
 
 
 def test_a_memory_bound_pnm_asks_for_the_whole_stack_and_a_halved_share_doubles_its_time() -> None:
-    # 1e6 MACs per lane-cycle: the lanes never wait; 1 GB/s: 1,536 bytes take 1.536 µs.
+    # 1e6 MACs per lane-cycle: the lanes never wait; 1 GB/s: 2,496 bytes take 2.496 µs.
     fast_lanes = pnm(1, stack_bandwidth=1e9, macs=1e6)
     cost = fast_lanes.cost(WORK)
     assert cost.seconds == pytest.approx(BYTES / 1e9, rel=1e-9, abs=0)
@@ -105,31 +106,31 @@ def one_gpu_kind(flops: float, bandwidth: float, tp: int, link_bandwidth: float 
 
 # The GPU's bytes for WORK, operator by operator (weights + KV + activations, 2 B each). TP1: norms 2 × 2·4·8·2 =
 # 256; qkv 384 + 128 + 4·16·2 = 640; attention 320 + 2·4·8·2 = 448; o_proj 128 + 4·16·2 = 256; MLP 512 +
-# 4·(16 + 16)·2 = 768; final norm 128, LM head 64 + 4·(8 + 4)·2 = 160: 2,656 bytes. TP2, per GPU: norms 256; qkv
-# 192 + 64 + 4·12·2 = 352; attention 160 + 2·4·4·2 = 224; o_proj 64 + 4·12·2 = 160; MLP 256 + 4·(16 + 8)·2 = 448;
-# final norm 128, LM head 32 + 4·(8 + 2)·2 = 112: 1,680, 3,360 on both.
-GPU_BYTES = {1: 2656, 2: 2 * 1680}
+# 4·(16 + 16)·2 = 768; final norm 128, LM head 1,024 + 4·(8 + 64)·2 = 1,600: 4,096 bytes. TP2, per GPU: norms 256;
+# qkv 192 + 64 + 4·12·2 = 352; attention 160 + 2·4·4·2 = 224; o_proj 64 + 4·12·2 = 160; MLP 256 + 4·(16 + 8)·2 =
+# 448; final norm 128, LM head 512 + 4·(8 + 32)·2 = 832: 2,400, 4,800 on both.
+GPU_BYTES = {1: 4096, 2: 2 * 2400}
 
 
 @pytest.mark.parametrize("tp", [1, 2])
 def test_a_gpu_iteration_counts_its_flops_bytes_and_all_reduce_link_bytes(tp: int) -> None:
     cost = GPUExecution(one_gpu_kind(1e30, 1e30, tp), Shard(PAIR, tp)).cost(WORK)
-    assert cost.flops == 1536 + 320 + 512 + 2048 + 256 + tp * 384          # as the PNM's: the norms on every GPU
+    assert cost.flops == 1536 + 320 + 512 + 2048 + 4096 + tp * 384         # as the PNM's: the norms on every GPU
     assert cost.hbm_bytes == GPU_BYTES[tp]
     assert cost.link_bytes == (0 if tp == 1 else 2 * 64 * 2)
 
 
 def test_a_gpu_partition_computes_at_its_sm_share_and_a_halved_bandwidth_share_doubles_memory_time() -> None:
-    # Compute-bound (1 kFLOP/s, endless bandwidth): half the SMs take twice as long, 5,056 FLOPs / 500 FLOP/s.
+    # Compute-bound (1 kFLOP/s, endless bandwidth): half the SMs take twice as long, 8,896 FLOPs / 500 FLOP/s.
     compute_bound = one_gpu_kind(1e3, 1e30, 1)
     half_the_sms = GPUExecution(compute_bound, Shard(PAIR, 1), 0.5)
-    assert half_the_sms.cost(WORK).seconds == pytest.approx(5056 / 500, rel=1e-12, abs=0)
+    assert half_the_sms.cost(WORK).seconds == pytest.approx(8896 / 500, rel=1e-12, abs=0)
     # Memory-bound (endless FLOP/s, 1 GB/s): the whole stack asked for; at half the bandwidth, twice the time.
     memory_bound = GPUExecution(one_gpu_kind(1e30, 1e9, 1), Shard(PAIR, 1))
     cost = memory_bound.cost(WORK)
-    assert cost.seconds == pytest.approx(2656 / 1e9, rel=1e-12, abs=0)
+    assert cost.seconds == pytest.approx(4096 / 1e9, rel=1e-12, abs=0)
     assert cost.offered == pytest.approx(1.0, rel=1e-12, abs=0)
-    assert memory_bound.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12, abs=0)
+    assert memory_bound.cost(WORK, bandwidth_scale=0.5).seconds == pytest.approx(2 * 4096 / 1e9, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize(("fraction", "refused"), [(0.0, True), (1e-3, False), (1.0, False), (1.5, True)])
@@ -154,7 +155,7 @@ def test_a_block_with_per_operator_shares_is_priced_as_each_iteration_alone() ->
     block = gpu.cost(decode_work(4, np.array([10, 20])), share=half_when_busy)
     alone = [gpu.cost(decode_work(4, context), share=half_when_busy) for context in (10, 20)]
     np.testing.assert_allclose(block.seconds, [a.seconds for a in alone], rtol=1e-12)
-    assert alone[0].seconds == pytest.approx(2 * 2656 / 1e9, rel=1e-12, abs=0)    # every operator at half bandwidth
+    assert alone[0].seconds == pytest.approx(2 * 4096 / 1e9, rel=1e-12, abs=0)    # every operator at half bandwidth
 
 
 def test_an_operator_that_takes_no_time_asks_for_none_of_the_bandwidth() -> None:

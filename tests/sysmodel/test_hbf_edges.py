@@ -374,6 +374,10 @@ def test_an_empty_block_touches_nothing() -> None:
     lru = LayerLRU(2, 3, 4)
     assert lru.access_block(np.zeros((0, 2, 3), dtype=bool)).shape == (0, 2, 3)
     assert lru.iteration == 0
+    # Nothing touched yet: every object's last touch is "never" (-1), and the recency order is the index order
+    # (never-touched objects first, in index order), as `last` and `order` promise.
+    np.testing.assert_array_equal(lru.last, np.full(6, -1))
+    np.testing.assert_array_equal(lru.order, np.arange(6))
 
 
 @pytest.mark.parametrize("capacity", [1, 2, 3, 7, 12, 20, 31])

@@ -1,5 +1,7 @@
 """The KV cache and a shared prefix in HBF (issue 14): blocks through the frame region, dirty write-back in
 whole pages, the prefix stored once and read by every request; all counts worked by hand."""
+from types import SimpleNamespace as NS
+
 import pytest
 
 from basedie.cli import main
@@ -7,6 +9,7 @@ from sysmodel.hardware import PAPER_HARDWARE, with_overrides
 from sysmodel.errors import ConfigError
 from sysmodel.hbf.kv import PREFIX, KVFrames, kv_block_bytes
 from sysmodel.hbf.layout import GIB, Layout
+from sysmodel.hbf.service import HBFPort
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard
 from sysmodel.simulate import SimulationConfig, simulate
@@ -175,3 +178,30 @@ def test_a_kv_block_spans_whole_pages_per_layer() -> None:
     # 4 KiB pages per layer.
     model = LLM("kv80", layers=3, hidden=80, heads=1, kv_heads=1, head_dim=80, ffn=64, vocab=10, gated_mlp=True)
     assert kv_block_bytes(Shard(model, 1)) == 3 * 2 * 4096
+
+
+class PlantedKV:
+    """KV frames that record each iteration they are given and read 3 and program 2 more pages each time."""
+
+    def __init__(self) -> None:
+        self.counts = {"media_read_pages": 5, "programmed_pages": 7}
+        self.calls = []
+
+    def iteration(self, sequences, live) -> None:
+        self.calls.append((sequences, live))
+        self.counts["media_read_pages"] += 3
+        self.counts["programmed_pages"] += 2
+
+
+@pytest.mark.parametrize("decoding", [True, False])
+def test_an_iteration_gives_the_kv_frames_its_chunks_and_decoding_sequences_and_returns_their_pages(decoding) -> None:
+    """A chunked server's iteration: request 1's prompt chunk of 16 tokens after 32 prefilled, and requests 2 and
+    3 decoding from contexts of 100 and 7 tokens (each one further per iteration of the block): the KV frames see
+    the chunk and, while the server decodes, one new token of each decoding request at its context; the sequences
+    kept are those running or prefilling. The iteration's media bytes are the pages it added, 4 KiB each."""
+    one, two, three = NS(id=1, prefilled=32), NS(id=2, context=100), NS(id=3, context=7)
+    server = NS(chunks=[(one, 16)], running=[two, three], prefilling=[one], _decoding=decoding)
+    port = NS(server=server, kv=PlantedKV())
+    assert HBFPort._kv_iteration(port, 2) == (3 * 4096, 2 * 4096)
+    decode = [(2, 102, 1), (3, 9, 1)] if decoding else []
+    assert port.kv.calls == [([(1, 32, 16), *decode], {1, 2, 3})]

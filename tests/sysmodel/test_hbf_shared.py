@@ -19,7 +19,7 @@ from sysmodel.execution import Cost
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.hbf import media
 from sysmodel.hbf.layout import Layout
-from sysmodel.hbf.service import HBFOptions, HBFTier, PortPower
+from sysmodel.hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
 from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
@@ -249,3 +249,28 @@ def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
         simulate(config)
         return time.process_time() - started
     assert cpu("C") < 2.5 * cpu(Layout("C's HBM", hbm_stacks=1))
+
+
+class PlantedGrant:
+    """A sharing that grants the asking port the bandwidth fractions it was built with."""
+
+    def __init__(self, granted) -> None:
+        self.granted, self.offered = np.asarray(granted), []
+
+    def grant(self, offered):
+        self.offered.append(offered)
+        return {"gpu": self.granted}
+
+
+def test_a_ports_media_share_is_granted_over_offered_in_1e_9_to_1_and_whole_alone_or_idle() -> None:
+    """Iterations offering 0, 0.5, 0.5 and 0.5 of the media beside a co-runner's 0.7, granted 0, 0.25, 0.9 and
+    1e-12: shares 1 (an iteration that reads nothing is not slowed), 0.5, 1 (never above what it asked for) and
+    1e-9 (the floor). Alone on the media, or asking for nothing, a port keeps its whole share unasked."""
+    sharing = PlantedGrant([0.0, 0.25, 0.9, 1e-12])
+    port = SimpleNamespace(role="gpu", tier=SimpleNamespace(tier=SimpleNamespace(sharing=sharing)))
+    load = np.array([0.0, 0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(HBFPort._media_share(port, load, {"pnm": 0.7}), [1.0, 0.5, 1.0, 1e-9])
+    assert list(sharing.offered[0]) == ["pnm", "gpu"] and sharing.offered[0]["gpu"] is load
+    np.testing.assert_array_equal(HBFPort._media_share(port, np.array([2.0]), {}), [1.0])
+    np.testing.assert_array_equal(HBFPort._media_share(port, np.zeros(2), {"pnm": 0.7}), [1.0, 1.0])
+    assert len(sharing.offered) == 1

@@ -12,7 +12,7 @@ from basedie.verified import VerifiedBlocks
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import A100_PCIE_40GB, PAPER_GPU
 from sysmodel.memory import MemoryTier
-from sysmodel.quantized import AWQ_V1_INT4, DQBFigures, GemmModel, Quantization, dqb_figure, sz_fraction
+from sysmodel.quantized import AWQ_V1_INT4, DQBFigures, GemmModel, Quantization, dqb_figure, larger, sz_fraction
 
 K, N = 4096, 1024
 BANDWIDTH = A100_PCIE_40GB.memory.bandwidth
@@ -168,3 +168,19 @@ def test_a_dqb_gemm_whose_stream_and_tensor_times_tie_is_tensor_bound() -> None:
                          bypass_beats_per_cycle=1e9, beat_bytes=64)
     cost = GemmModel(gpu, Quantization("w4a16", 128, "dqb", link_expanded=False), 0.0, figures).cost(16, 128, 128)
     assert (cost.memory_s, cost.tensor_s, cost.bound) == (1.0, 1.0, "tensor")
+
+
+def test_gpu_dequantization_needs_only_the_sz_fraction_of_the_dqb_entry(table) -> None:
+    """The DQB's rates and latency price the DQB path only: a table whose dqb entry holds nothing but the S/Z
+    fraction still builds GPU dequantization (no DQB figures), and refuses the DQB path naming the missing one."""
+    only_sz = VerifiedBlocks([dataclasses.replace(e, figures={"sz_read_fraction": e.figures["sz_read_fraction"]})
+                              if e.block == "dqb" else e for e in table.entries])
+    assert gptq(only_sz, "gpu-fused").dqb is None
+    with pytest.raises(ConfigError, match="has no figure 'read_latency_cycles'"):
+        GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), only_sz)
+
+
+def test_larger_is_elementwise_when_either_side_is_an_array() -> None:
+    np.testing.assert_array_equal(larger(np.array([1.0, 3.0]), 2.0), [2.0, 3.0])
+    np.testing.assert_array_equal(larger(2.0, np.array([1.0, 3.0])), [2.0, 3.0])
+    assert larger(1.0, 2.0) == 2.0

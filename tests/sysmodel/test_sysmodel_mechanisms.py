@@ -20,8 +20,8 @@ from sysmodel.systems import Setting, build
 from sysmodel.workload import FixedBatch
 
 CLOCK_HZ = 1e9
-# One layer, one head of 8, MLP 8 → 16 → 8 (GELU: 2 matrices), a 4-token vocabulary: every operator's
-# elements and FLOPs are small enough to count by hand.
+# One layer, one head of 8, MLP 8 → 16 → 8 (GELU: 2 matrices), a 4-token vocabulary (64 rows of LM head once
+# padded as vLLM pads it, to a multiple of 64): every operator's elements and FLOPs are small enough to count by hand.
 SMALL = LLM("small", layers=1, hidden=8, heads=1, kv_heads=1, head_dim=8, ffn=16, vocab=4, gated_mlp=False)
 
 
@@ -64,19 +64,19 @@ def test_rows_beyond_the_lanes_take_another_pass_over_the_memory_operand() -> No
     #   qkv:       8×24 weights + 2×8×8 K,V written = 320 elements, 2·8·8·24 / 2 / 320 = 4.8 rows → 2 passes
     #   attention: 2×100×8 K,V read = 1,600 elements, one query head per KV head → 1 pass
     #   o_proj:    8×8 = 64 weights, 8 rows → 2 passes;  mlp: 2×8×16 = 256 weights, 8 rows → 2 passes
-    #   lm_head:   8×4 = 32 weights, 8 rows → 2 passes
-    cycles = 2 * 320 + 1600 + 2 * 64 + 2 * 256 + 2 * 32
+    #   lm_head:   8×64 = 512 weights (64 padded rows), 8 rows → 2 passes
+    cycles = 2 * 320 + 1600 + 2 * 64 + 2 * 256 + 2 * 512
     assert pnm_decode_seconds(lanes=4, batch=8, context=100) == pytest.approx(cycles / CLOCK_HZ, rel=1e-12)
-    # With 8 lanes every operator is one pass: 320 + 1600 + 64 + 256 + 32 cycles.
-    assert pnm_decode_seconds(lanes=8, batch=8, context=100) == pytest.approx(2272 / CLOCK_HZ, rel=1e-12)
+    # With 8 lanes every operator is one pass: 320 + 1600 + 64 + 256 + 512 cycles.
+    assert pnm_decode_seconds(lanes=8, batch=8, context=100) == pytest.approx(2752 / CLOCK_HZ, rel=1e-12)
     # With 1 lane: qkv ⌈4.8⌉ = 5 passes, the others 8.
     assert pnm_decode_seconds(lanes=1, batch=8, context=100) == pytest.approx(
-        (5 * 320 + 1600 + 8 * 64 + 8 * 256 + 8 * 32) / CLOCK_HZ, rel=1e-12)
+        (5 * 320 + 1600 + 8 * 64 + 8 * 256 + 8 * 512) / CLOCK_HZ, rel=1e-12)
 
 
 def test_memory_bound_pnm_moves_each_element_once_whatever_the_passes() -> None:
-    # At 1 kB/s the memory side dominates: (320 + 1,600 + 64 + 256 + 32) elements × 2 B = 4,544 B → 4.544 s.
-    assert pnm_decode_seconds(lanes=4, batch=8, context=100, stack_bandwidth=1e3) == pytest.approx(4.544, rel=1e-12)
+    # At 1 kB/s the memory side dominates: (320 + 1,600 + 64 + 256 + 512) elements × 2 B = 5,504 B → 5.504 s.
+    assert pnm_decode_seconds(lanes=4, batch=8, context=100, stack_bandwidth=1e3) == pytest.approx(5.504, rel=1e-12)
 
 
 def test_each_operator_waits_at_the_load_it_offers() -> None:
@@ -88,10 +88,10 @@ def test_each_operator_waits_at_the_load_it_offers() -> None:
     axis = np.array([0.0, 0.5, 1.0])
     mmu = planted_mmu(1000 * axis[None, :] + 100 * axis[:, None])
     waits = 4 * 250 + 500 + 5 * 50
-    assert pnm_decode_seconds(4, 8, 100, 4e9, mmu, gpu_load=0.5) == pytest.approx((2944 + waits) / CLOCK_HZ,
+    assert pnm_decode_seconds(4, 8, 100, 4e9, mmu, gpu_load=0.5) == pytest.approx((3904 + waits) / CLOCK_HZ,
                                                                                    rel=1e-12)
     # Memory-bound (1 kB/s): every operator offers all of the bandwidth, 1,000 cycles, the GPU none.
-    assert pnm_decode_seconds(4, 8, 100, 1e3, mmu) == pytest.approx(4.544 + 5 * 1000 / CLOCK_HZ, rel=1e-12)
+    assert pnm_decode_seconds(4, 8, 100, 1e3, mmu) == pytest.approx(5.504 + 5 * 1000 / CLOCK_HZ, rel=1e-12)
 
 
 def test_the_memory_controller_turns_requests_per_cycle_into_bandwidth() -> None:
@@ -204,12 +204,12 @@ def test_a_pnm_iteration_counts_its_flops_bytes_and_access_latency() -> None:
     # SMALL at batch 8, context 100 (the operators of the first test). FLOPs per layer: qkv 2·8·8·24 = 3,072,
     # attention 4·8·100 = 3,200, o_proj 2·8·8·8 = 1,024, MLP 2·8·2·8·16 = 4,096, two norms 2 × 4·8·8 = 512;
     # head:
-    # norm 4·8·8 = 256, LM head 2·8·8·4 = 512. HBM: the 2,272 streamed elements × 2 B.
+    # norm 4·8·8 = 256, LM head 2·8·8·64 = 8,192. HBM: the 2,752 streamed elements × 2 B.
     hardware = one_stack_hardware(8, 1e18)
     hardware = replace(hardware, gpu=replace(hardware.gpu, stack=replace(hardware.gpu.stack, latency_s=42e-9)))
     pnm = PNMExecution(hardware, Shard(SMALL, 1), one_mac_lanes(8), planted_mmu())
     cost = pnm.cost(decode_work(8, 100))
-    assert cost.flops == 3072 + 3200 + 1024 + 4096 + 512 + 256 + 512
-    assert cost.hbm_bytes == 2 * 2272 and cost.link_bytes == 0
-    # 2,272 cycles of lanes at 1 GHz, and each of the 5 streaming operators waits one 42 ns DRAM access.
-    assert cost.seconds == pytest.approx(2272e-9 + 5 * 42e-9, rel=1e-12)
+    assert cost.flops == 3072 + 3200 + 1024 + 4096 + 512 + 256 + 8192
+    assert cost.hbm_bytes == 2 * 2752 and cost.link_bytes == 0
+    # 2,752 cycles of lanes at 1 GHz, and each of the 5 streaming operators waits one 42 ns DRAM access.
+    assert cost.seconds == pytest.approx(2752e-9 + 5 * 42e-9, rel=1e-12)

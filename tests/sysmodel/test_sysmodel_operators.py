@@ -2,7 +2,8 @@
 against their published sizes.
 
 The tiny model has 2 layers, hidden 64, 8 query heads and 2 KV heads of 8, an MLP of width 128 and a vocabulary
-of 100; values are FP16 (2 bytes). Every expected number below is that arithmetic written out."""
+of 100, which a GPU holds as vLLM does, padded to 128 rows (a multiple of 64) split evenly over the TP ranks;
+values are FP16 (2 bytes). Every expected number below is that arithmetic written out."""
 import pytest
 
 from sysmodel.errors import ConfigError
@@ -86,7 +87,7 @@ def test_lm_head_and_final_norm_only_for_sequences_that_emit_a_token() -> None:
     shard = Shard(tiny(), 2)
     assert_ops(shard.head_ops(decode_work(3, 50)), {
         "final_norm": ("vector", 4 * 3 * 64, 0, 0, 2 * 3 * 64 * B),
-        "lm_head": ("matrix", 2 * 3 * 64 * 100 / 2, 64 * 100 * B / 2, 0, 3 * (64 + 100 / 2) * B),
+        "lm_head": ("matrix", 2 * 3 * 64 * 64, 64 * 64 * B, 0, 3 * (64 + 64) * B),   # 128 padded rows / 2
     })
     assert shard.head_ops(prefill_work(10, 0, last_chunk=False)) == []
 
@@ -98,9 +99,10 @@ def test_weight_and_kv_bytes_split_over_tp() -> None:
     params = 2 * (10_240 + 24_576) + 12_800
     assert model.params == params
     assert model.weight_bytes == params * B
-    assert Shard(model, 1).weight_bytes == params * B
-    # TP2: 4 query heads and 1 KV head per GPU, half the MLP, embedding and head.
-    assert Shard(model, 2).weight_bytes == (2 * (64 * (2 * 4 + 2 * 1) * 8 + 24_576 // 2) + 12_800 // 2) * B
+    # A GPU holds the embedding and the LM head padded to 128 rows: 2·128·64 = 16,384.
+    assert Shard(model, 1).weight_bytes == (2 * (10_240 + 24_576) + 16_384) * B
+    # TP2: 4 query heads and 1 KV head per GPU, half the MLP, half the padded embedding and head.
+    assert Shard(model, 2).weight_bytes == (2 * (64 * (2 * 4 + 2 * 1) * 8 + 24_576 // 2) + 16_384 // 2) * B
     # KV: K and V of every layer, per KV head held.
     assert model.kv_bytes_per_token == 2 * 2 * 2 * 8 * B
     assert Shard(model, 1).kv_bytes_per_token == 2 * 2 * 2 * 8 * B
@@ -113,7 +115,7 @@ def test_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
     assert (shard.heads, shard.kv_heads) == (2, 1)
     assert shard.kv_bytes_per_token == 2 * 2 * 1 * 8 * B          # not halved again: replicated
     attention = 64 * (2 * 2 + 2 * 1) * 8
-    assert shard.weight_bytes == (2 * (attention + 24_576 // 4) + 12_800 // 4) * B
+    assert shard.weight_bytes == (2 * (attention + 24_576 // 4) + 16_384 // 4) * B
     qkv = as_table(shard.layer_ops(decode_work(1, 20)))["qkv"]
     assert qkv[2] == 64 * (2 * 8 + 2 * 8) * B                     # q: 2 heads of 8, k and v: one head of 8 each
     shard8 = Shard(tiny(), 8)
@@ -145,7 +147,7 @@ def test_moe_layer_touches_the_expected_number_of_experts() -> None:
     assert as_table(shard.layer_ops(prefill_work(4096)))["experts"][2] == pytest.approx(4 * width * B)
     # Weights: every expert once over the GPUs, the router on each.
     per_layer = 64 * (2 * 4 + 2 * 1) * 8 + 8 * width // 2 + 64 * 8
-    assert shard.weight_bytes == (2 * per_layer + 12_800 // 2) * B
+    assert shard.weight_bytes == (2 * per_layer + 16_384 // 2) * B
 
 
 @pytest.mark.parametrize(("changes", "tp", "message"), [
@@ -153,6 +155,8 @@ def test_moe_layer_touches_the_expected_number_of_experts() -> None:
     ({"heads": 12, "kv_heads": 6}, 4, "tiny: 6 KV heads cannot be split or replicated over TP=4"),
     ({"ffn": 32, "experts": 6, "experts_per_token": 2}, 4, "tiny: 6 experts cannot be split over EP=4"),
     ({}, 0, "tensor parallelism must be >= 1"),
+    ({"ffn": 100}, 8, "tiny: an MLP of width 100 cannot be split over TP=8"),         # vLLM's `divide` refuses it
+    ({"heads": 12, "kv_heads": 12, "ffn": 96}, 3, r"tiny: 128 vocabulary rows \(padded\) cannot be split over TP=3"),
 ])
 def test_shards_that_cannot_be_built_name_the_model(changes: dict, tp: int, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -95,7 +95,10 @@ def _align(address: int, alignment: int) -> int:
 
 def _random_mask(rng: np.random.Generator, beat_bytes: int) -> int:
     """A store's byte mask: the whole beat half the time, else any pattern (none and single bytes included)."""
-    return (1 << beat_bytes) - 1 if rng.random() < 0.5 else int(rng.integers(0, 1 << beat_bytes))
+    if rng.random() < 0.5:
+        return (1 << beat_bytes) - 1
+    # Bit by bit: numpy draws integers of at most 63 bits, and the 512-bit DQB's beat has 64 bytes.
+    return sum(int(bit) << byte for byte, bit in enumerate(rng.integers(0, 2, beat_bytes)))
 
 
 def random_operations(rng: np.random.Generator, scenario: Scenario, beat_bytes: int, count: int,

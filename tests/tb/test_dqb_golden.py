@@ -4,6 +4,7 @@ request sees."""
 import numpy as np
 import pytest
 
+from tb.dqb.stimulus import random_operations, random_scenario
 from tb.models import dqb
 
 SCALE_BASE, ZERO_BASE = 1024, 1536
@@ -186,3 +187,16 @@ def test_each_request_sees_the_table_of_the_updates_finished_before_its_cycle() 
     """Updates whose last beats were taken at cycles 10 and 15: a request taken at 5 or at 10 (the same cycle: it
     looked the table up before the write) sees version 0, at 11 version 1, at 15 still 1, at 16 and 20 version 2."""
     assert dqb.table_versions([5, 10, 11, 15, 16, 20], [15, 10]) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("beat_bytes", [4, 64])   # the pytest sets' 32-bit interface and Table 5's 512-bit one
+def test_random_stores_carry_masks_of_every_shape_within_their_beat(beat_bytes: int) -> None:
+    """The stimulus of the random-traffic tests at both interface widths (64 bytes is beyond numpy's 63-bit
+    integers): whole-beat masks, partial ones with the top byte on and off, each within the beat."""
+    rng = np.random.default_rng(0)
+    ops = random_operations(rng, random_scenario(rng, beat_bytes), beat_bytes, 400, store_probability=0.5)
+    masks = [op.byte_mask(beat_bytes) for op in ops if op.store is not None]
+    full = (1 << beat_bytes) - 1
+    assert all(0 <= mask <= full for mask in masks)
+    assert full in masks and any(mask != full and mask >> (beat_bytes - 1) for mask in masks) \
+        and any(not mask >> (beat_bytes - 1) for mask in masks)

@@ -1,8 +1,6 @@
 """Build the DQB under Verilator and run its cocotb bench for every parameter set `pytest` proves; and the planted
 bugs that must make the bench fail, run under Icarus (seconds to compile, where a Verilator build of each variant
 costs minutes)."""
-import shutil
-import xml.etree.ElementTree as ET
 
 import pytest
 from amaranth.hdl import Const, Module
@@ -13,12 +11,12 @@ from rtl.dqb import processing, request_table, sz_requests
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
-from tb.runner import BenchFailed, run_bench, run_name
+from tb.runner import run_bench
 
 from tests.tb.bench_runs import each_run, measure
+from tests.tb.planted import failed_tests, needs_icarus
 
 pytestmark = pytest.mark.verilator
-icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH (apt-get install iverilog)")
 
 
 @each_run("tb.dqb.bench")
@@ -46,14 +44,10 @@ def _planted_fails(monkeypatch, tmp_path, tests: str) -> set[str]:
     """The bench's cocotb tests matching `tests` (a regex) under Icarus on the (mutated) DQB at its first pytest
     size; the names of those that failed."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", tests)
-    params = BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0])
-    with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("dqb", "tb.dqb.bench", params, runs=tmp_path, simulator="icarus")
-    results = ET.parse(tmp_path / f"{run_name('dqb', params)}-icarus" / "results.xml")
-    return {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None}
+    return failed_tests("dqb", "tb.dqb.bench", BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0]), tmp_path)
 
 
-@icarus
+@needs_icarus
 def test_response_registers_that_ignore_back_pressure_fail_the_bench(monkeypatch, tmp_path) -> None:
     """The registers carrying each beat's valid, control and raw data (and each lane's scale) advance every cycle:
     a stalled response is overwritten. Without stalls nothing differs, so only the back-pressure test fails."""
@@ -64,7 +58,7 @@ def test_response_registers_that_ignore_back_pressure_fail_the_bench(monkeypatch
     assert failed == {"random_traffic_under_back_pressure"}, failed
 
 
-@icarus
+@needs_icarus
 def test_a_zero_point_taken_from_the_next_group_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Each lane reads the zero point one byte further along the S/Z line (the next group's for INT8, two groups
     on for INT4): every dequantizing read is off, while table misses and untagged reads are not."""
@@ -94,7 +88,7 @@ def _table_forcing(field: str, value: int) -> type:
     return Forcing
 
 
-@icarus
+@needs_icarus
 def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every written entry is enabled: the disabled decoy at index 0 (the first layer's range, another layer's S/Z)
     wins over the real entry, so the first layer's dequantized reads are wrong."""
@@ -103,7 +97,7 @@ def test_a_request_table_that_ignores_the_enable_bit_fails_the_bench(monkeypatch
     assert failed == {"every_mode_and_error"}, failed
 
 
-@icarus
+@needs_icarus
 def test_a_table_update_that_is_not_atomic_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every config beat counts as an update's last: GPU requests are looked up between the beats of a whole-table
     update, and a read of a layer whose entry was already rewritten sees neither the old table nor the new one.
@@ -113,7 +107,7 @@ def test_a_table_update_that_is_not_atomic_fails_the_bench(monkeypatch, tmp_path
     assert failed == {"table_update_under_traffic"}, failed
 
 
-@icarus
+@needs_icarus
 def test_a_short_path_that_overtakes_the_datapath_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Pass-through beats take the short path even with dequantized beats still in the datapath: a bypass or
     reserved-tag read right after a dequantized one is answered first. The timing test sends isolated reads, where
@@ -126,7 +120,7 @@ def test_a_short_path_that_overtakes_the_datapath_fails_the_bench(monkeypatch, t
     assert failed == {"every_mode_and_error"}, failed
 
 
-@icarus
+@needs_icarus
 def test_a_store_that_ignores_its_mask_fails_the_bench(monkeypatch, tmp_path) -> None:
     """Every store writes its whole beat: the memory then differs from the golden model's, and so do later reads
     of the bytes the mask left alone. Reads alone are unaffected."""
@@ -140,7 +134,7 @@ def test_a_store_that_ignores_its_mask_fails_the_bench(monkeypatch, tmp_path) ->
     assert failed == {"random_traffic_under_back_pressure"}, failed
 
 
-@icarus
+@needs_icarus
 def test_random_traffic_is_exact_behind_hbm4(monkeypatch, tmp_path) -> None:
     """Behind the HBM4 pseudo channel (in-order answers, row misses, refresh) the mixed traffic (stores to scale
     and zero-point lines, unaligned addresses, disabled and overlapping entries) is still exact."""

@@ -131,6 +131,29 @@ def online_program(h: Harness, m: int, n: int, k: int) -> list[Instruction]:
     return program + [DONE]
 
 
+def copy_program(h: Harness) -> list[Instruction]:
+    """Memory traffic at the MMU's rate: FP16 operands of random lengths loaded into the buffer, then stored back in
+    another order to fresh addresses (up to the instruction buffer's depth); every stored byte compared."""
+    rows, room = _rows(h), h.params.depth - 2                     # BARRIER and DONE
+    placed, program, stored = [], [], 0
+    while True:
+        values = h.fp16(h.rng.randint(1, 256))
+        row, loads = rows.operand(values)
+        stores = len(h.store(row, 0, values.nbytes))
+        if len(program) + len(loads) + stored + stores > room:
+            break
+        program += loads
+        stored += stores
+        placed.append((row, values.nbytes))
+    h.rng.shuffle(placed)
+    program.append(BARRIER)
+    address = OUTPUTS
+    for row, size in placed:
+        program += h.store(row, address, size)
+        address += -(-size // 64) * 64
+    return program + [DONE]
+
+
 @cocotb.test()
 async def programs(dut):
     """Decode-step programs of several shapes (one tile and several, one vector and every lane) under random
@@ -148,6 +171,43 @@ async def programs(dut):
         h.surroundings((0.6, 0.3, 0.0)[k], ((1, 60), (2, 30), (4, 4))[k])
         await h.run(online_program(h, m, n * width, k_ * width), start=5 * k)
     _record(h, layer_programs=h.programs_checked)
+
+
+@cocotb.test(skip=not bench.soak_beats())
+async def soak(dut):
+    """`basedie verify pnm --soak N`: copy programs (`copy_program`) and, one in four, decode-step programs
+    (`layer_program`, `online_program`) of random shapes, each under its own memory back-pressure and latency,
+    until the memory controller has taken and answered N requests; every program's end state and every byte it
+    stored compared with the model (a lost, duplicated or reordered memory answer changes a stored byte or keeps a
+    program from finishing)."""
+    h = Harness(dut, seed=8)
+    await bench.start(dut)
+    answers = bench.HandshakeProbe(dut, "mc_resp")
+    lanes, width, start = h.params.lanes, h.params.row_bytes // 4, bench.cycles_simulated()
+    counts = {"mc_req": 0, "mc_req_reads": 0, "mc_resp": 0, "write": 0, "start": 0}
+    while counts["mc_req"] < bench.soak_beats():
+        h.surroundings(h.rng.choice((0.0, 0.3, 0.6)), h.rng.choice(((4, 4), (2, 30), (1, 60), (10, 12))))
+        kind = h.rng.randrange(8)
+        if kind > 1:
+            program = copy_program(h)
+        elif kind:
+            program = layer_program(h, h.rng.randint(1, lanes), h.rng.randint(1, 5), h.rng.randint(1, 3),
+                                    h.rng.choice((Op.SILU, Op.GELU)), h.rng.choice((Op.MUL, Op.ADD, Op.EXP, Op.MAX)),
+                                    h.rng.choice((Reduce.SUM, Reduce.MAX)))
+        else:
+            program = online_program(h, h.rng.randint(1, 3), h.rng.randint(1, 4) * width, h.rng.randint(1, 3) * width)
+        await h.run(program, start=h.rng.randint(0, max(0, h.params.depth - len(program))))
+        # The program stopped: nothing is in flight. Count what the memory side carried and forget its log.
+        requests = h.memory.requests
+        counts["mc_req"] += len(requests)
+        counts["mc_req_reads"] += sum(not r["is_write"] for r in requests)
+        counts["mc_resp"] += len(answers.cycles)
+        counts["write"] += len(program)
+        counts["start"] += 1
+        for log in (requests, answers.cycles, h.mc_probe.cycles):
+            log.clear()
+    bench.record_soak(counts | {"programs": h.programs_checked, "bytes_checked": h.bytes_checked},
+                      bench.cycles_simulated() - start)
 
 
 async def _cycles(h: Harness, body: list[Instruction], setup: list[Instruction] = ()) -> int:

@@ -1,7 +1,6 @@
 """Every block's generated Verilog, at its benches' small configurations, passes Yosys `check -assert` with no
 latches (the check itself fails on a planted latch and a planted combinational loop), and its combinational
 blocks run at time 0 in a four-state simulator."""
-import shutil
 import subprocess
 
 import pytest
@@ -16,6 +15,7 @@ from tb.structure import yosys_problems
 from tb.verify import bench_runs
 
 from tests.bench_configurations import bench_params
+from tests.tb.planted import needs_icarus
 
 RUNS = bench_runs(list(BLOCKS), include_verify_only=False)
 
@@ -38,7 +38,7 @@ def test_check_catches_planted_faults(body: str, message: str, tmp_path) -> None
     assert problems and message in " ".join(problems).lower(), problems
 
 
-@pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH (apt-get install iverilog)")
+@needs_icarus
 def test_combinational_blocks_run_at_time_zero_under_icarus_g2012(tmp_path) -> None:
     """A lookup whose inputs keep their initial values (the DQB's S/Z directory while no line is present) is
     0 at time 0, not X, in the Verilog we write; Yosys's own output leaves it X under `iverilog -g2012`."""

@@ -9,10 +9,17 @@ from tb.runner import run_bench
 from tb.verify import module_runs, run_ids
 
 
+def built_together(runs: list[tuple[str, dict]]) -> list:
+    """`runs` as `pytest.param`s grouped by build: with `--dist loadgroup` the tests that run one parameter set's
+    Verilator build run in one worker, which builds it once (two workers building the same model at once each
+    build it: 255 s lost to the vector unit's in the fresh-clone run of 2026-12-01)."""
+    return [pytest.param(name, config, id=run_id, marks=pytest.mark.xdist_group(f"build-{run_id}"))
+            for (name, config), run_id in zip(runs, run_ids(runs))]
+
+
 def each_run(bench_module: str):
     """Parametrize a test over `(block_name, config)` for every pytest set of the benches in `bench_module`."""
-    runs = module_runs(bench_module)
-    return pytest.mark.parametrize("block_name,config", runs, ids=run_ids(runs))
+    return pytest.mark.parametrize("block_name,config", built_together(module_runs(bench_module)))
 
 
 def measure(block_name: str, config: dict) -> tuple[Params, dict]:

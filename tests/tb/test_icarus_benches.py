@@ -6,13 +6,14 @@ import pytest
 
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
-from tb.runner import icarus_missing, run_bench
+from tb.runner import run_bench
 from tb.verify import bench_runs, run_ids
+
+from tests.tb.planted import needs_icarus
 
 pytestmark = pytest.mark.verilator
 
 RUNS = bench_runs(list(BENCHES), include_verify_only=False)
-needs_icarus = pytest.mark.skipif(icarus_missing() is not None, reason=icarus_missing() or "")
 
 
 @needs_icarus

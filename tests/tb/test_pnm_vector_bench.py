@@ -8,16 +8,14 @@ from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
-from tb.verify import module_runs, run_ids
 
+from tests.tb.bench_runs import each_run
 from tests.tb.planted import needs_icarus
 
 pytestmark = pytest.mark.verilator
 
-RUNS = module_runs("tb.pnm_vector.bench")
 
-
-@pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
+@each_run("tb.pnm_vector.bench")
 def test_bench(block_name: str, config: dict) -> None:
     params = BLOCKS[block_name].params(**config)
     figures = run_bench(block_name, BENCHES[block_name].module, params)

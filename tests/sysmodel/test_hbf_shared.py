@@ -2,7 +2,8 @@
 their accesses go through one frame cache in the order their iterations start, the package heats once per
 wall-clock interval with their power summed, their media reads share the tier's bandwidth; hand-computed on a
 two-layer model, then whole runs: an infinitely fast HBF gives the HBM-only result, runs repeat exactly, and
-drawing a resident block's routing when it is settled changes nothing."""
+drawing a resident block's routing when it is settled changes nothing; then the tier's parts by hand (its
+summary, what each prefetch reads ahead, cooling waits, iterations in progress, re-pricing)."""
 import json
 import math
 import time

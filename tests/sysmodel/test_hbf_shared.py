@@ -309,7 +309,8 @@ class FirstExperts:
 
 
 def _moe_tier(*ports, frame_cache_gib: float = 0.0, prefetch: str = "none"):
-    layout = Layout("moe", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, weights="hbf", frame_cache_gib=frame_cache_gib)
+    layout = Layout("moe", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, weights="hbf",
+                    frame_cache_gib=frame_cache_gib)
     loop, tier, made = _tier(layout, *ports, shard=Shard(TINY_MOE, 2), options=HBFOptions(prefetch=prefetch))
     tier.router = FirstExperts(2, 8)
     return loop, tier, made

@@ -2,7 +2,8 @@
 their accesses go through one frame cache in the order their iterations start, the package heats once per
 wall-clock interval with their power summed, their media reads share the tier's bandwidth; hand-computed on a
 two-layer model, then whole runs: an infinitely fast HBF gives the HBM-only result, runs repeat exactly, and
-drawing a resident block's routing when it is settled changes nothing."""
+drawing a resident block's routing when it is settled changes nothing; then the tier's parts by hand (its
+summary, what each prefetch reads ahead, cooling waits, iterations in progress, re-pricing)."""
 import json
 import math
 import time
@@ -19,6 +20,7 @@ from sysmodel.execution import Cost
 from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.hbf import media
 from sysmodel.hbf.layout import Layout
+from sysmodel.hbf.kv import COUNTS as KV_COUNTS
 from sysmodel.hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
 from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM
@@ -37,17 +39,22 @@ QUIET = PortPower((0.0, 0.0, 0.0), 0.0)
 
 @dataclass(frozen=True)
 class Fixed:
-    """An executor whose iterations compute for `seconds` each (with the weights in HBM), moving nothing."""
+    """An executor whose iterations compute for `seconds` each (with the weights in HBM), moving nothing; a
+    work whose tokens are an array is a block of iterations, one per element."""
     seconds: float
     hardware: Hardware = PAPER_HARDWARE
 
     def cost(self, work: Work, bandwidth_scale: float = 1.0, loads=None, share=None) -> Cost:
-        return Cost(self.seconds / bandwidth_scale, 0.0, 0.0, 0.0, 0.0)
+        if np.ndim(work.tokens) == 0:
+            return Cost(self.seconds / bandwidth_scale, 0.0, 0.0, 0.0, 0.0)
+        zeros = np.zeros(len(work.tokens))
+        return Cost(zeros + self.seconds / bandwidth_scale, zeros, zeros, zeros, zeros)
 
 
-def _tier(layout: Layout, *ports: tuple[str, float, PortPower]):
+def _tier(layout: Layout, *ports: tuple[str, float, PortPower], shard: Shard = Shard(TINY, 1),
+          options: HBFOptions = HBFOptions()):
     loop = EventLoop()
-    tier = HBFTier(loop, Shard(TINY, 1), layout, HBFOptions())
+    tier = HBFTier(loop, shard, layout, options)
     return loop, tier, [tier.port(Fixed(seconds), role, power) for role, seconds, power in ports]
 
 
@@ -274,3 +281,209 @@ def test_a_ports_media_share_is_granted_over_offered_in_1e_9_to_1_and_whole_alon
     np.testing.assert_array_equal(HBFPort._media_share(port, np.array([2.0]), {}), [1.0])
     np.testing.assert_array_equal(HBFPort._media_share(port, np.zeros(2), {"pnm": 0.7}), [1.0, 1.0])
     assert len(sharing.offered) == 1
+
+
+# ----- the tier's parts, by hand -------------------------------------------------------------------------
+# Two layers of 8 experts of 3 x 1024 x 1024 FP16 values (6,291,456 B = 1,536 pages = 6 erase blocks of 256
+# pages each); at TP 2 each GPU holds 4 experts per layer.
+TINY_MOE = LLM("tiny-moe", layers=2, hidden=1024, heads=8, kv_heads=8, head_dim=128, ffn=1024, vocab=1000,
+               gated_mlp=True, experts=8, experts_per_token=2)
+EXPERT_BYTES = 6_291_456
+
+
+class FirstExperts:
+    """A planted router: a batch of t tokens is routed to experts 0 .. t-1 of every layer."""
+
+    def __init__(self, layers: int, experts: int) -> None:
+        self.layers, self.experts = layers, experts
+
+    def touched_block(self, tokens, experts=slice(None)):
+        masks = np.arange(self.experts)[None, None, :] < np.asarray(tokens)[:, None, None]
+        return np.broadcast_to(masks, (len(tokens), self.layers, self.experts))[:, :, experts].copy()
+
+    def state(self):
+        return None
+
+    def restore(self, state) -> None:
+        pass
+
+
+def _moe_tier(*ports, frame_cache_gib: float = 0.0, prefetch: str = "none"):
+    layout = Layout("moe", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, weights="hbf",
+                    frame_cache_gib=frame_cache_gib)
+    loop, tier, made = _tier(layout, *ports, shard=Shard(TINY_MOE, 2), options=HBFOptions(prefetch=prefetch))
+    tier.router = FirstExperts(2, 8)
+    return loop, tier, made
+
+
+def test_the_tiny_moe_model_is_what_the_hand_counts_assume() -> None:
+    _, tier, _ = _moe_tier(("a", 1e-5, QUIET))
+    assert (tier.layers, tier.slots, tier.object_bytes, tier.object_pages) == (2, 4, EXPERT_BYTES, 1536)
+    assert tier.blocks_per_object == 6 and tier.lru.capacity == 0
+
+
+# Per iteration and layer: objects prefetched, fetched on demand, prefetched and used; per iteration: objects
+# fetched and accessed. Batches of 2, 3 and 1 tokens touch experts {0, 1}, {0, 1, 2}, {0} of each layer (no frame
+# cache: every touched object is read). `moe-speculative` predicts each iteration's experts as the previous
+# iteration's (none before the first): it reads {0, 1} (2 waited for), then {0, 1} ahead (both used) and {2} on
+# demand, then {0, 1, 2} ahead ({0} used) and nothing on demand. Without it an MoE model waits for every expert
+# (`next-layer` cannot know them ahead: its router runs first); a dense model's two layers are known ahead, and
+# `next-layer` prefetches them, all used.
+MOE_WAITED = ([[0, 0], [0, 0], [0, 0]], [[2, 2], [3, 3], [1, 1]], [[0, 0], [0, 0], [0, 0]], [4, 6, 2], [4, 6, 2])
+DENSE_WAITED = ([[0, 0]] * 3, [[1, 1]] * 3, [[0, 0]] * 3, [2, 2, 2], [2, 2, 2])
+
+
+@pytest.mark.parametrize("moe, prefetch, expected", [
+    (True, "moe-speculative", ([[0, 0], [2, 2], [3, 3]], [[2, 2], [1, 1], [0, 0]], [[0, 0], [2, 2], [1, 1]],
+                               [4, 6, 6], [4, 6, 2])),
+    (True, "none", MOE_WAITED), (True, "next-layer", MOE_WAITED),
+    (False, "next-layer", ([[1, 1]] * 3, [[0, 0]] * 3, [[1, 1]] * 3, [2, 2, 2], [2, 2, 2])),
+    (False, "moe-speculative", DENSE_WAITED), (False, "none", DENSE_WAITED)])
+def test_each_prefetch_reads_ahead_only_what_it_can_know(moe, prefetch, expected) -> None:
+    if moe:
+        _, tier, (port,) = _moe_tier(("a", 1e-5, QUIET), prefetch=prefetch)
+    else:
+        layout = Layout("none", hbm_stacks=1, hbf_stacks=1, weights="hbf", frame_cache_gib=0.0)
+        _, tier, (port,) = _tier(layout, ("a", 1e-5, QUIET), options=HBFOptions(prefetch=prefetch))
+    _, demand, counts = tier.objects(port, np.array([2, 3, 1]))
+    for got, want in zip(counts, (*expected, [0, 0, 0])):       # ... and no frame-cache hit
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(port.previous, demand[-1])   # what the next block predicts from
+
+
+def test_the_summary_is_the_per_gpu_counts_times_tp_under_these_names() -> None:
+    """Two servers at TP 2 with planted counts, KV counts and package. The weights are 2 layers x 4 experts x
+    6 erase blocks = 48 blocks (96 P/E block cycles: 2 each); the KV region is the 1 GiB stack less the 48 MiB
+    of weights, 976 erase blocks of 1 MiB: 749,568 KV pages programmed are 3 cycles each. Temperatures: the
+    highest of each die over the trace (each in another step)."""
+    _, tier, (gpu, pnm) = _moe_tier(("gpu", 1e-5, QUIET), ("pnm", 1e-5, QUIET), frame_cache_gib=0.5)
+    tier.layout = Layout("kv", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, weights="hbf", kv="hbf",
+                         frame_cache_gib=0.5)
+    gpu.counts = np.array([100, 60, 15, 7, 3, 1000, 200, 5000, 0.25, 0.5])      # ACCESS, in its order
+    pnm.counts = np.array([40, 10, 5, 11, 2, 300, 50, 700, 0.125, 1.5])
+    gpu.kv = SimpleNamespace(counts=dict(zip(KV_COUNTS, [5, 6, 7, 500_000, 9, 10, 11, 12])))
+    pnm.kv = SimpleNamespace(counts=dict(zip(KV_COUNTS, [1, 2, 3, 249_568, 5, 6, 7, 8])))
+    tier.package = SimpleNamespace(
+        flush=lambda: None, residency=[1.5, 0.25, 0.125, 0.0],
+        counters={"refresh_read_bytes": 1e6, "programmed_bytes": 3e6, "pe_block_cycles": 96.0, "refreshed_zones": 4.0},
+        trace=[(0.5, 50.0, 70.0, 40.0, 0), (1.0, 60.0, 55.0, 45.0, 1), (1.5, 55.0, 60.0, 80.0, 2)])
+    assert tier.summary() == {
+        "gpus": 2, "frame_cache_objects": 85, "object_bytes": EXPERT_BYTES,      # 512 MiB / 6 MiB
+        "accesses": 280, "frame_cache_hits": 140, "served_without_media_read": 180, "media_page_reads": 36,
+        "media_page_reads_waited": 10, "hbf_media_read_bytes": 2600, "hbf_wasted_prefetch_bytes": 500,
+        "hbm_frame_fill_bytes": 11_400, "hbf_refresh_read_bytes": 2e6,
+        "hbf_programmed_bytes": 2 * (3e6 + 749_568 * 4096), "refreshed_zones": 8, "pe_cycles_per_block": 2.0,
+        "kv_hits": 12, "kv_misses": 16, "kv_media_read_pages": 20, "kv_programmed_pages": 1_499_136,
+        "kv_write_backs": 28, "kv_written_tokens": 32, "kv_hbm_read_bytes": 36, "kv_hbm_write_bytes": 40,
+        "kv_pe_cycles_per_block": 3.0, "stall_s": 2.0, "cooling_wait_s": 0.375,
+        "throttle_residency_s": {"normal": 1.5, "light": 0.25, "severe": 0.125, "shutdown": 0.0},
+        "max_temperature_c": {"gpu": 60.0, "hbm": 70.0, "hbf": 80.0},
+        "servers": {
+            "gpu": {"accesses": 200, "frame_cache_hits": 120, "served_without_media_read": 150,
+                    "media_page_reads": 14, "media_page_reads_waited": 6, "hbf_media_read_bytes": 2000,
+                    "hbf_wasted_prefetch_bytes": 400, "stall_s": 0.5},
+            "pnm": {"accesses": 80, "frame_cache_hits": 20, "served_without_media_read": 30,
+                    "media_page_reads": 22, "media_page_reads_waited": 4, "hbf_media_read_bytes": 600,
+                    "hbf_wasted_prefetch_bytes": 100, "stall_s": 1.5}}}
+
+
+def test_a_fresh_single_server_tier_without_hbf_weights_or_kv_has_no_wear_temperatures_or_servers() -> None:
+    _, tier, _ = _tier(Layout("prefix", hbm_stacks=1, hbf_stacks=1, prefix="hbf"), ("a", 1e-3, QUIET))
+    summary = tier.summary()
+    assert summary["pe_cycles_per_block"] == summary["kv_pe_cycles_per_block"] == 0.0
+    assert summary["max_temperature_c"] == {} and "servers" not in summary
+
+
+def test_an_iteration_is_in_progress_from_its_start_until_its_end_after_its_cooling_wait() -> None:
+    """Iterations over [1, 2) and [2, 3) s, the first waiting 0.25 s for the package to cool, the second 0.5 s:
+    each draws its power from its start plus its wait to its end; none before 1 s or from 3 s on, nor after a
+    cut (its server ended the block with the first)."""
+    _, _, (port,) = _tier(Layout("none", hbm_stacks=1, hbf_stacks=1, weights="hbf"), ("a", 1e-3, QUIET))
+    power = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    port.block = SimpleNamespace(starts=np.array([1.0, 2.0]), ends=np.array([2.0, 3.0]), waits=np.array([0.25, 0.5]),
+                                 power=power)
+    assert [port.current(t) for t in (0.5, 1.0, 1.999, 2.0, 2.999, 3.0, 4.0)] == [None, 0, 0, 1, 1, None, None]
+    start, end, watts = port.segment(2.0)
+    assert (start, end) == (2.5, 3.0)
+    np.testing.assert_array_equal(watts, power[1])
+    assert port.segment(1.0)[:2] == (1.25, 2.0) and port.segment(3.0) is None
+    port.server = SimpleNamespace(ends=np.array([2.0]))
+    assert [port.current(t) for t in (1.5, 2.0, 2.5)] == [0, None, None]
+
+
+class Severe:
+    """A planted package that serves nothing until it has cooled for 25 ms, recording what heats it."""
+
+    def __init__(self) -> None:
+        self.clock, self.steps = 0.0, []
+
+    @property
+    def rate(self) -> float:
+        return 0.0 if self.clock < 0.025 else 1.0
+
+    def step(self, dt: float, power) -> None:
+        self.steps.append((dt, list(power)))
+        self.clock += dt
+
+
+def test_a_port_waits_in_10_ms_steps_while_the_package_cools_heated_by_the_others_drawing_power() -> None:
+    """The asking port's own iteration (drawing 100 W on HBF from 0 s) does not heat the package while it
+    waits; the other port's does once it draws power, from 10 ms (after its own wait): three steps, the
+    last two at its 1 W."""
+    asking = SimpleNamespace(segment=lambda now: (0.0, 1.0, np.array([0.0, 0.0, 100.0])))
+    other = SimpleNamespace(segment=lambda now: (0.01, 1.0, np.array([1.0, 0.0, 0.0])))
+    tier = SimpleNamespace(package=Severe(), ports=[asking, other])
+    tier.others = lambda port, now: HBFTier.others(tier, port, now)
+    assert HBFTier.cool(tier, asking) == pytest.approx(0.03, rel=1e-12)
+    assert tier.package.steps == [(0.01, [0.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0])]
+    tier.package.clock = 1.0
+    assert HBFTier.cool(tier, asking) == 0.0 and len(tier.package.steps) == 3     # served: no wait
+
+
+def test_a_cut_scheduled_for_a_block_since_replaced_leaves_the_new_block_alone() -> None:
+    old, new, interrupted = object(), object(), []
+    port = SimpleNamespace(block=new, server=SimpleNamespace(busy=True, interrupt=lambda: interrupted.append(1)))
+    HBFPort._cut(port, old)
+    assert not interrupted
+    HBFPort._cut(port, new)
+    assert interrupted == [1]
+
+
+def _alone(compute: float, per_layer: float) -> float:
+    """One iteration alone on one grade-1 stack: compute, then tR + `per_layer` bytes for each of 2 layers."""
+    return compute + 2 * (TR + per_layer / RATE)
+
+
+def test_a_reprice_when_the_co_runner_stops_gives_the_iteration_its_own_traffic_alone() -> None:
+    """b reads 4 experts a layer (load L4 = 8 experts / (T4 x 384 GB/s)) over [0, T4]. a starts at T4 / 8 a block
+    of 1, 4 and 1 experts a layer: beside b, its first and last iterations (load 0.40) obtain all they ask, its
+    second shares fairly (0.5 each: rate x 0.5 / L4). b stops during a's second iteration: a's server re-prices
+    it, and it takes its own time alone, T4 (not its first iteration's); the tier's copy of a's block ends
+    with it, as the server's does."""
+    compute = 1e-5
+    loop, tier, (a, b) = _moe_tier(("a", compute, QUIET), ("b", compute, QUIET))
+    t1, t4 = _alone(compute, EXPERT_BYTES), _alone(compute, 4 * EXPERT_BYTES)
+    load4 = 8 * EXPERT_BYTES / (t4 * RATE)
+    assert b.cost(Work(4, 1, 1, 1)).seconds == pytest.approx(t4, rel=1e-12)
+    loop.now = t4 / 8
+    priced = a.cost(Work(np.array([1, 4, 1]), 1, 1, 1)).seconds
+    shared = compute + 2 * (TR + 4 * EXPERT_BYTES / (RATE * 0.5 / load4))
+    np.testing.assert_allclose(priced, [t1, shared, t1], rtol=1e-12)
+    assert loop.now + t1 < t4 < loop.now + t1 + shared        # b stops during a's second iteration
+    loop.now = t4
+    a.server = SimpleNamespace(busy=True, ends=a.block.ends.copy())
+    assert a.cost(Work(4, 1, 1, 1)).seconds == pytest.approx(t4, rel=1e-12)
+    assert len(a.block.starts) == 2
+
+
+def test_a_reprice_of_an_iteration_that_reads_nothing_from_the_media_keeps_its_compute_time() -> None:
+    """a's block: its first iteration reads both layers into the frame cache, its second hits both. b starts
+    during the second (hitting both too): a's server re-prices it, and it still takes only its compute."""
+    layout = Layout("t", hbm_stacks=1, hbf_stacks=1, weights="hbf", frame_cache_gib=1.0)
+    loop, tier, (a, b) = _tier(layout, ("a", 1e-3, QUIET), ("b", 1e-3, QUIET))
+    first = _alone(1e-3, LAYER_BYTES)
+    np.testing.assert_allclose(a.cost(Work(np.array([1, 1]), 1, 1, 1)).seconds, [first, 1e-3], rtol=1e-12)
+    loop.now = first + 5e-4
+    assert b.cost(ONE).seconds == 1e-3
+    a.server = SimpleNamespace(busy=True, ends=a.block.ends.copy())
+    assert a.cost(ONE).seconds == 1e-3

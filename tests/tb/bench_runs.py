@@ -6,15 +6,16 @@ from rtl.params import Params
 from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import run_bench
-from tb.verify import module_runs, run_ids
+from tb.verify import module_runs
+
+from tests.bench_configurations import bench_params
 
 
 def built_together(runs: list[tuple[str, dict]]) -> list:
     """`runs` as `pytest.param`s grouped by build: with `--dist loadgroup` the tests that run one parameter set's
     Verilator build run in one worker, which builds it once (two workers building the same model at once each
     build it: 255 s lost to the vector unit's in the fresh-clone run of 2026-12-01)."""
-    return [pytest.param(name, config, id=run_id, marks=pytest.mark.xdist_group(f"build-{run_id}"))
-            for (name, config), run_id in zip(runs, run_ids(runs))]
+    return bench_params(runs, group="build")
 
 
 def each_run(bench_module: str):

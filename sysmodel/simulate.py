@@ -131,13 +131,17 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
 
 
 def _hbf_summary(parts: list[dict]) -> dict:
-    """The instances' HBF figures: traffic and counts summed, the hottest package's temperatures and the
-    first instance's throttle residency (instances of one system run alike), rates over the sums."""
+    """The instances' HBF figures: GPUs, traffic and counts summed, the hottest package's temperatures and the
+    first instance's throttle residency, frame-cache size and object size (instances of one system run alike),
+    rates over the sums."""
     total = {key: sum(p[key] for p in parts) for key, value in parts[0].items() if isinstance(value, float)
              and key not in ("object_bytes", "pe_cycles_per_block", "kv_pe_cycles_per_block", "stall_s",
                              "cooling_wait_s")}
     accesses = total["accesses"]
     return {**total,
+            "gpus": sum(p["gpus"] for p in parts),
+            "frame_cache_objects": parts[0]["frame_cache_objects"],
+            "object_bytes": parts[0]["object_bytes"],
             "frame_cache_hit_rate": total["frame_cache_hits"] / accesses if accesses else math.nan,
             "served_without_media_read_fraction": total["served_without_media_read"] / accesses if accesses
             else math.nan,

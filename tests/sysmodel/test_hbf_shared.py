@@ -25,7 +25,7 @@ from sysmodel.hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
 from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
-from sysmodel.simulate import SimulationConfig, simulate
+from sysmodel.simulate import SimulationConfig, _hbf_summary, simulate
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
 # Two layers of 33,554,432 B (attention 4 x 1024 x 1024 + a SwiGLU MLP 3 x 1024 x 4096, FP16): one HBF object
@@ -351,11 +351,8 @@ def test_each_prefetch_reads_ahead_only_what_it_can_know(moe, prefetch, expected
     np.testing.assert_array_equal(port.previous, demand[-1])   # what the next block predicts from
 
 
-def test_the_summary_is_the_per_gpu_counts_times_tp_under_these_names() -> None:
-    """Two servers at TP 2 with planted counts, KV counts and package. The weights are 2 layers x 4 experts x
-    6 erase blocks = 48 blocks (96 P/E block cycles: 2 each); the KV region is the 1 GiB stack less the 48 MiB
-    of weights, 976 erase blocks of 1 MiB: 749,568 KV pages programmed are 3 cycles each. Temperatures: the
-    highest of each die over the trace (each in another step)."""
+def _planted_tier() -> HBFTier:
+    """Two servers at TP 2 with planted counts, KV counts and package."""
     _, tier, (gpu, pnm) = _moe_tier(("gpu", 1e-5, QUIET), ("pnm", 1e-5, QUIET), frame_cache_gib=0.5)
     tier.layout = Layout("kv", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, weights="hbf", kv="hbf",
                          frame_cache_gib=0.5)
@@ -367,7 +364,15 @@ def test_the_summary_is_the_per_gpu_counts_times_tp_under_these_names() -> None:
         flush=lambda: None, residency=[1.5, 0.25, 0.125, 0.0],
         counters={"refresh_read_bytes": 1e6, "programmed_bytes": 3e6, "pe_block_cycles": 96.0, "refreshed_zones": 4.0},
         trace=[(0.5, 50.0, 70.0, 40.0, 0), (1.0, 60.0, 55.0, 45.0, 1), (1.5, 55.0, 60.0, 80.0, 2)])
-    assert tier.summary() == {
+    return tier
+
+
+def test_the_summary_is_the_per_gpu_counts_times_tp_under_these_names() -> None:
+    """The planted tier: the weights are 2 layers x 4 experts x 6 erase blocks = 48 blocks (96 P/E block cycles:
+    2 each); the KV region is the 1 GiB stack less the 48 MiB of weights, 976 erase blocks of 1 MiB: 749,568 KV
+    pages programmed are 3 cycles each. Temperatures: the highest of each die over the trace (each in another
+    step)."""
+    assert _planted_tier().summary() == {
         "gpus": 2, "frame_cache_objects": 85, "object_bytes": EXPERT_BYTES,      # 512 MiB / 6 MiB
         "accesses": 280, "frame_cache_hits": 140, "served_without_media_read": 180, "media_page_reads": 36,
         "media_page_reads_waited": 10, "hbf_media_read_bytes": 2600, "hbf_wasted_prefetch_bytes": 500,
@@ -385,6 +390,14 @@ def test_the_summary_is_the_per_gpu_counts_times_tp_under_these_names() -> None:
             "pnm": {"accesses": 80, "frame_cache_hits": 20, "served_without_media_read": 30,
                     "media_page_reads": 22, "media_page_reads_waited": 4, "hbf_media_read_bytes": 600,
                     "hbf_wasted_prefetch_bytes": 100, "stall_s": 1.5}}}
+
+
+def test_a_runs_summary_sums_the_instances_gpus_and_keeps_their_frame_cache_and_object_size() -> None:
+    """Two instances of the planted tier (TP 2 each): 4 GPUs, 85 objects of one expert per GPU's frame cache,
+    traffic summed."""
+    summary = _hbf_summary([_planted_tier().summary(), _planted_tier().summary()])
+    assert (summary["gpus"], summary["frame_cache_objects"], summary["object_bytes"]) == (4, 85, EXPERT_BYTES)
+    assert (summary["instances"], summary["accesses"], summary["frame_cache_hit_rate"]) == (2, 560, 0.5)
 
 
 def test_a_fresh_single_server_tier_without_hbf_weights_or_kv_has_no_wear_temperatures_or_servers() -> None:

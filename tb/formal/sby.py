@@ -14,6 +14,8 @@ from pathlib import Path
 from amaranth.back import rtlil
 from amaranth.hdl import Elaboratable
 
+from ..yosys import ready
+
 SOLVER = "yices"
 
 JOB = """\
@@ -75,6 +77,7 @@ def run(harness: Elaboratable, mode: str, depth: int, keep: Path | None = None) 
     if mode not in ("bmc", "prove"):
         raise ValueError(f"mode {mode!r} must be bmc or prove")
     found = tools()
+    ready()
     text = rtlil.convert(harness, name="top", ports=[])
     with tempfile.TemporaryDirectory(prefix="basedie-sby-") as scratch:
         work = keep or Path(scratch)

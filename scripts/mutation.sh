@@ -7,8 +7,11 @@
 #   JOBS=2 scripts/mutation.sh execution    # mutants tested at once (default 1)
 #   python scripts/mutation_report.py       # the table again, from the runs so far
 #
-# Each module runs in build/mutation/<module>/ (results accumulate there: a rerun tests only changed mutants;
-# delete the folder to start afresh). Needs `pip install -e '.[test,mutation]'`.
+# Each module runs in build/mutation/<module>/ (results accumulate there: a rerun tests only changed mutants).
+# The verdicts are also saved to scripts/mutation_results/<module>.meta: commit them, and a fresh checkout's run
+# starts from them (mutmut retests the functions changed since; a test weakened since is not noticed: delete the
+# folder and the saved file to start afresh).
+# Needs `pip install -e '.[test,mutation]'`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=$(realpath -s "${PYTHON:-.venv/bin/python}")
@@ -37,5 +40,6 @@ for module in "${modules[@]}"; do
         [ ${#survivors[@]} -eq 0 ] || run "${survivors[@]}"
         run
     fi
+    "$PYTHON" "$REPORT" --save "$module" > /dev/null   # its verdicts, to commit (a fresh checkout continues from them)
 done
 "$PYTHON" "$REPORT" "${modules[@]}"

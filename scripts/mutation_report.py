@@ -3,6 +3,7 @@ folder, build/mutation/<module>/, with a mutmut configuration naming only its fi
 for the tests of that module only and modules can be rerun one at a time.
 
     python scripts/mutation_report.py --prepare MODULE    # write the module's folder; print its path
+    python scripts/mutation_report.py --save MODULE       # keep its verdicts in scripts/mutation_results/
     python scripts/mutation_report.py [MODULE ...]         # kill rate per module from the runs so far
     python scripts/mutation_report.py --unlisted .coverage # test files that run a module's lines, not listed
 """
@@ -18,6 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = tomllib.loads((ROOT / "scripts" / "mutation_modules.toml").read_text())
 WORK = ROOT / "build" / "mutation"
+# Each module's verdicts so far (mutmut's .meta of its file: a verdict per mutant, a hash per function), committed so
+# that a run in a fresh checkout continues where the last one stopped: mutmut keeps the verdicts of the functions
+# whose hash is unchanged and tests the rest.
+RESULTS = ROOT / "scripts" / "mutation_results"
 # What a test may read besides the sources (the sources' folders are copied whole, data files included).
 ALSO_COPY = ["rtl", "tb", "examples", "tests"]
 KILLED = ("killed", "timeout", "caught by type check")
@@ -56,6 +61,10 @@ def prepare(module: str) -> Path:
         for path in (mutants / name).rglob("*") if (mutants / name).exists() else ():
             if path.is_file() and path.suffix not in (".py", ".meta"):
                 path.unlink()
+    meta = mutants / f"{spec['file']}.meta"
+    if not meta.exists() and (RESULTS / f"{module}.meta").exists():
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(RESULTS / f"{module}.meta", meta)
     deselect = [arg for test in spec.get("deselect", []) for arg in ("--deselect", test)]
     quoted = lambda items: "[" + ", ".join(f'"{item}"' for item in items) + "]"  # noqa: E731
     (folder / "pyproject.toml").write_text(
@@ -69,6 +78,14 @@ def prepare(module: str) -> Path:
         # each mutant that loops forever cost minutes).
         f"timeout_multiplier = {spec.get('timeout_multiplier', 15.0)}\n")
     return folder
+
+
+def save(module: str) -> Path:
+    """Copy the module's verdicts from its folder to `RESULTS` (what `prepare` restores in a fresh checkout)."""
+    RESULTS.mkdir(exist_ok=True)
+    saved = RESULTS / f"{module}.meta"
+    shutil.copyfile(WORK / module / "mutants" / f"{MODULES[module]['file']}.meta", saved)
+    return saved
 
 
 def counts(module: str) -> tuple[Counter, list[str]]:
@@ -132,6 +149,8 @@ def report(modules: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prepare", metavar="MODULE", choices=MODULES)
+    parser.add_argument("--save", metavar="MODULE", choices=MODULES,
+                        help="copy the module's verdicts to scripts/mutation_results/ (commit them)")
     parser.add_argument("--names", metavar="MODULE", choices=MODULES, help="print the names for `mutmut run`")
     parser.add_argument("--survivors", metavar="MODULE", choices=MODULES,
                         help="print the module's surviving mutants so far (a rerun retests them by name)")
@@ -141,6 +160,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.prepare:
         print(prepare(args.prepare))
+    elif args.save:
+        print(save(args.save))
     elif args.survivors:
         print(" ".join(name.split()[0] for name in counts(args.survivors)[1]))
     elif args.unlisted:

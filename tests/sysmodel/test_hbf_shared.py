@@ -523,16 +523,16 @@ def test_media_times_add_each_layers_latency_and_transfer_the_late_prefetch_and_
 
 
 def test_an_iteration_stretched_by_the_media_offers_its_hbm_bytes_over_its_longer_time_plus_its_fills() -> None:
-    """TP 2: an iteration of 2 s offering half the HBM bandwidth, stretched to 4 s with 10 B of frame fills per GPU,
-    offers a quarter plus 10 B over 4 s of one GPU's bandwidth, and moves 2 x 10 B more HBM bytes; unstretched
+    """TP 2: an iteration of 2 s offering half the HBM bandwidth, stretched to 4 s with 1 GB of frame fills per GPU,
+    offers a quarter plus 1 GB over 4 s of one GPU's bandwidth, and moves 2 x 1 GB more HBM bytes; unstretched
     and without fills it is unchanged. Its FLOPs and link bytes stand, per iteration."""
     _, _, (port,) = _tier(Layout("w", hbm_stacks=1, hbf_stacks=1, weights="hbf"), ("a", 1e-3, QUIET),
                           shard=Shard(TINY, 2))
     bandwidth = PAPER_HARDWARE.gpu.memory.bandwidth
-    base = Cost(2.0, 5.0, 100.0, 7.0, 0.5)
-    block = port._cost(base, np.array([4.0, 2.0]), np.array([10.0, 0.0]), False)
-    want = ([4.0, 2.0], [5.0, 5.0], [120.0, 100.0], [7.0, 7.0], [0.25 + 10 / (4 * bandwidth), 0.5])
+    base = Cost(2.0, 5.0, 1e9, 7.0, 0.5)
+    block = port._cost(base, np.array([4.0, 2.0]), np.array([1e9, 0.0]), False)
+    want = ([4.0, 2.0], [5.0, 5.0], [3e9, 1e9], [7.0, 7.0], [0.25 + 1e9 / (4 * bandwidth), 0.5])
     for got, expected in zip(block, want):
-        assert got.tolist() == pytest.approx(expected, rel=1e-15)
-    one = port._cost(base, np.array([4.0]), np.array([10.0]), True)
-    assert one == pytest.approx((4.0, 5.0, 120.0, 7.0, 0.25 + 10 / (4 * bandwidth)), rel=1e-15)
+        assert got.tolist() == pytest.approx(expected, rel=1e-15, abs=0)
+    one = port._cost(base, np.array([4.0]), np.array([1e9]), True)
+    assert one == pytest.approx((4.0, 5.0, 3e9, 7.0, 0.25 + 1e9 / (4 * bandwidth)), rel=1e-15, abs=0)

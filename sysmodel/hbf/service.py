@@ -141,7 +141,7 @@ def steps(start: float, waits: np.ndarray, busy: np.ndarray, power: np.ndarray, 
         last = int(np.searchsorted(ends, until, side="left"))
         dt, drawn, iteration = dt[:last + 1].copy(), drawn[:last + 1], iteration[:last + 1]
         dt[last] = until - (ends[last - 1] if last else start)
-        ends = ends[:last + 1]
+        ends = np.append(ends[:last], until)
     inside = [o for o in others if o[0] < ends[-1] and o[1] > start] if others else []
     if inside:
         begins = ends - dt

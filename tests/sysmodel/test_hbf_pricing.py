@@ -16,45 +16,11 @@ from sysmodel.hbf.thermal import ThrottlePolicy
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
 from tests.sysmodel.test_hbf_shared import (EXPERT_BYTES, LAYER_BYTES, LAYER_PAGES, QUIET, RATE, TINY_MOE, TR,
-                                            _moe_tier, _tier)
+                                            Scripted, _moe_tier, _tier)
 
 STACK = HBFStack()
 WRITE_BACK = PAGE_BYTES / RATE + STACK.program_s / STACK.outstanding_reads     # one page programmed, one stack
 NONE = Layout("none", hbm_stacks=1, hbf_stacks=1, weights="hbf", frame_cache_gib=0.0)
-
-
-class Scripted:
-    """A planted package whose service rate is `rates[k]` once it has taken k steps (the last rate from then on),
-    recording each step (s, W per die); `run` with `stop` returns after a step that changes the rate."""
-
-    def __init__(self, rates, clock: float = 0.0) -> None:
-        self.rates, self.clock, self.taken, self.restored = list(rates), clock, [], []
-
-    @property
-    def rate(self) -> float:
-        return self.rates[min(len(self.taken), len(self.rates) - 1)]
-
-    def step(self, dt: float, power) -> None:
-        self.taken.append((float(dt), [float(w) for w in power]))
-        self.clock += dt
-
-    def run(self, dt, power, stop: bool = False) -> int:
-        for k, (step_s, watts) in enumerate(zip(dt, power)):
-            before = self.rate
-            self.step(step_s, watts)
-            if stop and self.rate != before:
-                return k + 1
-        return len(dt)
-
-    def snapshot(self) -> float:
-        return self.clock
-
-    def restore(self, clock: float) -> None:
-        self.restored.append(clock)
-        self.clock = clock
-
-    def flush(self) -> None:
-        pass
 
 
 def _objects(n_ahead, n_demand, useful, accesses, hits) -> tuple:

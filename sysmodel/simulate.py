@@ -39,7 +39,7 @@ class SimulationConfig:
     chunk_tokens: int | None = None
     quantization: Quantization = Quantization()
     perf_model: str = "roofline"
-    memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/hbf.md)
+    memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/design/hbf.md)
     hbf: HBFOptions = HBFOptions()
     all_reduce: str = "bandwidth"        # bandwidth, alpha-beta or nvls (`sysmodel.perf`)
     overlap: bool = False                # all-reduces overlapped with compute

@@ -87,12 +87,12 @@ class Setting:
     chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
     quantization: Quantization = Quantization()
     perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
-    layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
+    layout: Layout | None = None         # None: the hardware's own HBM package (docs/design/hbf.md)
     hbf: HBFOptions = HBFOptions()
     all_reduce: str = "bandwidth"        # how the roofline prices an all-reduce (`sysmodel.perf`)
     overlap: bool = False                # all-reduces overlapped with compute
     decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
-    shared_prefix_tokens: int = 0        # a KV prefix every prompt starts with, stored once (docs/hbf.md)
+    shared_prefix_tokens: int = 0        # a KV prefix every prompt starts with, stored once (docs/design/hbf.md)
 
     def __post_init__(self) -> None:
         require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
@@ -181,7 +181,7 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
             or isinstance(spec, (Chunked, SingleGPU)),
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
-            f"{system} (docs/hbf.md, 'Systems')")
+            f"{system} (docs/design/hbf.md, 'Systems')")
     builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
                 SingleGPU: _single_gpu}
     builders[type(spec)](spec, setting, built)

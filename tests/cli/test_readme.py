@@ -1,6 +1,8 @@
-"""The README matches the code: every repository path it mentions exists, every module in the module table of
-a section about one folder (`## DuoPD MMU arbiter (`rtl/mmu/`)`) exists, and its sample `basedie run` summary
-lists exactly the bench runs `basedie run` does."""
+"""The README and the docs match the code: every repository path they mention exists, every module in the module
+table of a section about one folder (`# DuoPD MMU arbiter (`rtl/mmu/`)`) exists, the verified-blocks page is what
+its script writes from the committed table and lists exactly the bench runs `basedie run` does, and the README's
+sample summary agrees with it."""
+import importlib.util
 import re
 from collections import Counter
 from pathlib import Path
@@ -12,6 +14,8 @@ from tb.verify import bench_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+PAGES = {path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]}
+VERIFIED_PAGE = ROOT / "docs" / "results" / "verified-blocks.md"
 FOLDERS = ("rtl", "tb", "sysmodel", "docs", "basedie", "scripts", "tests", "examples")
 PATH = re.compile(rf"(?<![\w/.-])((?:{'|'.join(FOLDERS)})/[\w./*<>-]*[\w/*>])")
 
@@ -22,15 +26,17 @@ def named_paths(text: str) -> set[str]:
 
 
 def table_modules(text: str) -> set[str]:
-    """`folder/module.py` for each module named in the first column of a table under a `## … (`folder/`)`."""
+    """`folder/module.py` for each module named in the first column of a table under a heading `… (`folder/`)`
+    (a module named with its own folder, `tb/dram/timing.py`, is taken as written)."""
     modules, folder = set(), None
     for line in text.splitlines():
-        if line.startswith("## "):
+        if line.startswith("#"):
             found = re.search(r"\(`((?:rtl|tb|sysmodel)/[\w/]*)`", line)
             folder = found.group(1) if found else None
         elif folder and line.startswith("| `"):
             first_cell = line.split("|")[1]
-            modules |= {folder + name for name in re.findall(r"`([\w/]+\.py)`", first_cell)}
+            modules |= {name if name.split("/")[0] in FOLDERS else folder + name
+                        for name in re.findall(r"`([\w/]+\.py)`", first_cell)}
     return modules
 
 
@@ -38,29 +44,66 @@ def exists(path: str) -> bool:
     return any(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()
 
 
+def verified_table_script():
+    spec = importlib.util.spec_from_file_location("verified_table", ROOT / "scripts" / "verified_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def summary_rows(page: str) -> list[list[str]]:
+    """The cells of the verified-blocks page's table rows (below its header)."""
+    lines = [line for line in page.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+
+
 def test_the_parsers_find_what_they_should() -> None:
-    text = ("## MMU (`rtl/mmu/`)\n| `queue.py` | a FIFO |\n| `a.py`, `b.py` | two |\nsee `tests/tb/test_<area>.py`,"
-            " [ports](docs/ports.md#flat-names) and sysmodel/data/verified_blocks.json.\n## Other\n| `c.py` | - |")
-    assert table_modules(text) == {"rtl/mmu/queue.py", "rtl/mmu/a.py", "rtl/mmu/b.py"}
-    assert named_paths(text) == {"rtl/mmu/", "docs/ports.md", "sysmodel/data/verified_blocks.json"}
+    text = ("## MMU (`rtl/mmu/`)\n| `queue.py` | a FIFO |\n| `a.py`, `b.py` | two |\n| `tb/dram/c.py` | - |\n"
+            "see `tests/tb/test_<area>.py`, [ports](docs/reference/ports.md#flat-names) and "
+            "sysmodel/data/verified_blocks.json.\n## Other\n| `c.py` | - |")
+    assert table_modules(text) == {"rtl/mmu/queue.py", "rtl/mmu/a.py", "rtl/mmu/b.py", "tb/dram/c.py"}
+    assert named_paths(text) == {"rtl/mmu/", "tb/dram/c.py", "docs/reference/ports.md",
+                                 "sysmodel/data/verified_blocks.json"}
 
 
-def test_every_path_the_readme_names_exists() -> None:
-    assert [p for p in sorted(named_paths(README)) if not exists(p)] == []
+def test_every_path_the_readme_and_the_docs_name_exists() -> None:
+    missing = {path.relative_to(ROOT).as_posix(): [p for p in sorted(named_paths(text)) if not exists(p)]
+               for path, text in PAGES.items()}
+    assert {page: paths for page, paths in missing.items() if paths} == {}
 
 
-def test_every_module_in_a_readme_module_table_exists() -> None:
-    modules = table_modules(README)
-    assert len(modules) > 20  # the rtl/mmu/ and sysmodel/ tables are read
+def test_every_module_in_a_module_table_exists() -> None:
+    modules = set().union(*map(table_modules, PAGES.values()))
+    assert len(modules) > 20  # the rtl/mmu/, tb/dram/ and sysmodel/ tables are read
     assert [m for m in sorted(modules) if not exists(m)] == []
 
 
-def test_the_sample_summary_lists_the_runs_basedie_run_does() -> None:
-    sample = re.split(r"\nblock +parameters", README, maxsplit=1)[1].split("```", 1)[0].strip().splitlines()
-    _, *rows, last = sample  # the rest of the heading line, one row per run, the closing line
-    listed = Counter(tuple(row.split()[:2]) for row in rows)
-    runs = bench_runs(list(BENCHES))
+def test_the_readme_fits_a_newcomer() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 250
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings[:2] == ["## Install, run, test", "## Layout"]
+
+
+def test_the_verified_blocks_page_is_what_its_script_writes_from_the_committed_table() -> None:
+    script = verified_table_script()
+    assert VERIFIED_PAGE.read_text() == script.page(script.load().entries), \
+        "docs/results/verified-blocks.md is stale: run python scripts/verified_table.py"
+
+
+def test_the_verified_blocks_page_lists_the_runs_basedie_run_does() -> None:
+    listed = Counter((row[0], row[1]) for row in summary_rows(VERIFIED_PAGE.read_text()))
     done = Counter((name, ",".join(f"{k}={v}" for k, v in non_default(BLOCKS[name].params(**config)).items())
-                    or "(defaults)") for name, config in runs)
+                    or "(defaults)") for name, config in bench_runs(list(BENCHES)))
     assert listed == done
-    assert last.startswith(f"{len(runs)} bench runs passed")
+
+
+def test_the_readme_sample_summary_agrees_with_the_page() -> None:
+    sample = re.split(r"\nblock +parameters", README, maxsplit=1)[1].split("```", 1)[0].strip().splitlines()
+    _, *rows, dots, last = sample  # the rest of the heading line, some rows, an ellipsis, the closing line
+    page = summary_rows(VERIFIED_PAGE.read_text())
+    assert rows and dots == "..."
+    for row in rows:
+        cells = row.split()
+        assert any(cells[:7] == listed[:7] for listed in page), row
+    assert last.startswith(f"{len(bench_runs(list(BENCHES)))} bench runs passed")

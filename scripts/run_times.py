@@ -5,9 +5,10 @@ a copy of the verified-figures table, so the committed files stay as they are). 
 the load average when each command started: on a shared machine the wall times are upper bounds, CPU time is
 the steadier figure.
 
-    python scripts/run_times.py [--full] [--out docs/results/run-times.md]
+    python scripts/run_times.py [--full | --only KEY,...] [--out docs/results/run-times.md]
 
-`--full` adds `basedie run` with the full-size parameter sets and the whole `pytest` (an hour or more each).
+Without options it measures every command but the two of `--full` (the full-size `basedie run` and the whole
+`pytest`, an hour or more each); `--only` names the commands by key.
 """
 import argparse
 import os
@@ -22,33 +23,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results" / "run-times.md"
 TABLE = ROOT / "sysmodel" / "data" / "verified_blocks.json"
-QUICK_LOOP = 'pytest -m "not verilator and not slow" -q'
 
 
 @dataclass(frozen=True)
 class Command:
-    """One row: the command as a user types it, what it does, and the arguments that keep it in the scratch
-    folder (`{scratch}` is replaced by that folder)."""
+    """One row: its key, the command as a user types it, what it does, and the arguments that keep it in the
+    scratch folder (`{scratch}` is replaced by that folder)."""
+    key: str
     shown: str
     does: str
     argv: tuple[str, ...]
     full_only: bool = False
 
 
+RUN = ("basedie", "run", "-o", "{scratch}/verilog", "--table", "{scratch}/t.json")
 COMMANDS = (
-    Command("basedie simulate --system duopd --model LLaMA2-70B --qps 4 --requests 1000",
+    Command("simulate", "basedie simulate --system duopd --model LLaMA2-70B --qps 4 --requests 1000",
             "one serving simulation, plots included",
             ("basedie", "simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--qps", "4", "--requests",
              "1000", "-o", "{scratch}/simulate")),
-    Command(QUICK_LOOP, "the quick test loop (two pytest workers)",
+    Command("quick-loop", 'pytest -m "not verilator and not slow"', "the quick test loop (two pytest workers)",
             ("pytest", "-m", "not verilator and not slow", "-q", "-p", "no:cacheprovider")),
-    Command("basedie run --quick", "generate every block, run the small parameter sets' benches, from an empty "
-            "build cache", ("basedie", "run", "--quick", "-o", "{scratch}/verilog", "--table", "{scratch}/t.json")),
-    Command("basedie run --quick", "the same again, every Verilator build cached",
-            ("basedie", "run", "--quick", "-o", "{scratch}/verilog", "--table", "{scratch}/t.json")),
-    Command("basedie run", "adds the full-size parameter sets (the small sets' builds cached)",
-            ("basedie", "run", "-o", "{scratch}/verilog", "--table", "{scratch}/t.json"), full_only=True),
-    Command("pytest", "the whole test suite (what CI runs)", ("pytest", "-q", "-p", "no:cacheprovider"),
+    Command("run-quick", "basedie run --quick", "generate every block, run the small parameter sets' benches, "
+            "from an empty build cache", (*RUN, "--quick")),
+    Command("run-quick-cached", "basedie run --quick", "the same again, every Verilator build cached",
+            (*RUN, "--quick")),
+    Command("run", "basedie run", "adds the full-size parameter sets (the small sets' builds cached)", RUN,
+            full_only=True),
+    Command("pytest", "pytest", "the whole test suite (what CI runs)", ("pytest", "-q", "-p", "no:cacheprovider"),
             full_only=True),
 )
 
@@ -60,6 +62,7 @@ class Measured:
     peak_mb: float
     load: float
     status: int
+    last_line: str
 
 
 def measure(command: Command, scratch: Path) -> Measured:
@@ -68,10 +71,11 @@ def measure(command: Command, scratch: Path) -> Measured:
     argv = [arg.replace("{scratch}", str(scratch)) for arg in command.argv]
     env = {**os.environ, "BASEDIE_BUILD_DIR": str(scratch / "build")}
     load = os.getloadavg()[0]
-    status = subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%e %U %S %M", *argv], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    done = subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%e %U %S %M", *argv], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     wall, user, system, peak_kb = report.read_text().split()[-4:]
-    return Measured(float(wall), float(user) + float(system), int(peak_kb) / 1024, load, status)
+    last = next((line.strip() for line in reversed(done.stdout.splitlines()) if line.strip()), "")
+    return Measured(float(wall), float(user) + float(system), int(peak_kb) / 1024, load, done.returncode, last)
 
 
 def machine() -> str:
@@ -87,40 +91,50 @@ def minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def page(rows: list[tuple[Command, Measured]], full: bool) -> str:
+def page(rows: list[tuple[Command, Measured]], options: str) -> str:
     lines = ["# How long the commands take", "",
-             f"Measured by `python scripts/run_times.py{' --full' if full else ''}` (this page is its output) on "
-             f"{machine()}. Each command ran from an empty scratch folder, one after the other, in the order below.",
-             "The machine may have been shared: the load average when a command started says how busy it was, and "
-             "wall times measured under load are upper bounds. CPU time (user + system, every process the command "
-             "started) moves much less with the load.", "",
+             f"Measured by `python scripts/run_times.py{options}` (this page is its output) on {machine()}.",
+             "Each command ran from an empty scratch folder, one after the other, in the order below. The machine "
+             "may have been shared: the load average when a command started says how busy it was, and wall times "
+             "measured under load are upper bounds. CPU time (user + system, every process the command started) "
+             "moves much less with the load.", "",
              "| command | what it does | wall | CPU | largest process | load average at start | exit |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for command, m in rows:
         lines.append(f"| `{command.shown}` | {command.does} | {minutes(m.wall_s)} | {minutes(m.cpu_s)} | "
                      f"{m.peak_mb / 1024:.1f} GB | {m.load:.1f} | {m.status} |")
+    failed = [(command, m) for command, m in rows if m.status]
+    if failed:
+        lines += ["", "What a command that failed printed last:", ""]
+        lines += [f"- `{command.shown}`: `{m.last_line}`" for command, m in failed]
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="also the full `basedie run` and the whole pytest")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--full", action="store_true", help="also the full `basedie run` and the whole pytest")
+    choice.add_argument("--only", metavar="KEY,...",
+                        help=f"these commands only: {', '.join(command.key for command in COMMANDS)}")
     parser.add_argument("--out", type=Path, default=PAGE, help=f"the page to write ({PAGE.relative_to(ROOT)})")
     args = parser.parse_args()
+    keys = args.only.split(",") if args.only else [c.key for c in COMMANDS if args.full or not c.full_only]
+    unknown = sorted(set(keys) - {command.key for command in COMMANDS})
+    if unknown:
+        parser.error(f"--only: unknown command {', '.join(unknown)}")
     if shutil.which("basedie") is None or not Path("/usr/bin/time").exists():
         print("run_times.py: error: needs `basedie` on PATH (pip install -e '.[test]') and /usr/bin/time",
               file=sys.stderr)
         return 2
+    options = " --full" if args.full else f" --only {args.only}" if args.only else ""
     rows = []
     with tempfile.TemporaryDirectory(prefix="run-times-") as folder:
         scratch = Path(folder)
         shutil.copy(TABLE, scratch / "t.json")
-        for command in COMMANDS:
-            if command.full_only and not args.full:
-                continue
+        for command in (c for c in COMMANDS if c.key in keys):
             rows.append((command, measure(command, scratch)))
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(page(rows, args.full))  # after each command, so a stopped run keeps what it measured
+            args.out.write_text(page(rows, options))  # after each command, so a stopped run keeps what it measured
     return 0
 
 

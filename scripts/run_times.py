@@ -27,13 +27,15 @@ TABLE = ROOT / "sysmodel" / "data" / "verified_blocks.json"
 
 @dataclass(frozen=True)
 class Command:
-    """One row: its key, the command as a user types it, what it does, and the arguments that keep it in the
-    scratch folder (`{scratch}` is replaced by that folder)."""
+    """One row: its key, the command as a user types it, what it does, the arguments that keep it in the
+    scratch folder (`{scratch}` is replaced by that folder), and the build cache it uses (its own, empty, unless
+    it names another command's)."""
     key: str
     shown: str
     does: str
     argv: tuple[str, ...]
     full_only: bool = False
+    cache: str = ""
 
 
 RUN = ("basedie", "run", "-o", "{scratch}/verilog", "--table", "{scratch}/t.json")
@@ -44,12 +46,14 @@ COMMANDS = (
              "1000", "-o", "{scratch}/simulate")),
     Command("quick-loop", 'pytest -m "not verilator and not slow"', "the quick test loop (two pytest workers)",
             ("pytest", "-m", "not verilator and not slow", "-q", "-p", "no:cacheprovider")),
+    Command("verify-one", "basedie verify fp32_add", "one block: its Verilator build and its bench, from an empty "
+            "build cache", ("basedie", "verify", "fp32_add", "--table", "{scratch}/t.json")),
     Command("run-quick", "basedie run --quick", "generate every block, run the small parameter sets' benches, "
             "from an empty build cache", (*RUN, "--quick")),
     Command("run-quick-cached", "basedie run --quick", "the same again, every Verilator build cached",
-            (*RUN, "--quick")),
+            (*RUN, "--quick"), cache="run-quick"),
     Command("run", "basedie run", "adds the full-size parameter sets (the small sets' builds cached)", RUN,
-            full_only=True),
+            full_only=True, cache="run-quick"),
     Command("pytest", "pytest", "the whole test suite (what CI runs)", ("pytest", "-q", "-p", "no:cacheprovider"),
             full_only=True),
 )
@@ -69,7 +73,7 @@ def measure(command: Command, scratch: Path) -> Measured:
     """Run one command under /usr/bin/time; CPU is user + system of the command and all its children."""
     report = scratch / "time.txt"
     argv = [arg.replace("{scratch}", str(scratch)) for arg in command.argv]
-    env = {**os.environ, "BASEDIE_BUILD_DIR": str(scratch / "build")}
+    env = {**os.environ, "BASEDIE_BUILD_DIR": str(scratch / "build" / (command.cache or command.key))}
     load = os.getloadavg()[0]
     done = subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%e %U %S %M", *argv], cwd=ROOT, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -94,7 +98,8 @@ def minutes(seconds: float) -> str:
 def page(rows: list[tuple[Command, Measured]], options: str) -> str:
     lines = ["# How long the commands take", "",
              f"Measured by `python scripts/run_times.py{options}` (this page is its output) on {machine()}.",
-             "Each command ran from an empty scratch folder, one after the other, in the order below. The machine "
+             "Each command ran in a scratch folder with its own empty build cache (unless it says otherwise), one "
+             "after the other, in the order below. The machine "
              "may have been shared: the load average when a command started says how busy it was, and wall times "
              "measured under load are upper bounds. CPU time (user + system, every process the command started) "
              "moves much less with the load.", "",

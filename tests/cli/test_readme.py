@@ -1,5 +1,5 @@
-"""The README and the docs match the code: every repository path they mention exists, every module in the module
-table of a section about one folder (`# DuoPD MMU arbiter (`rtl/mmu/`)`) exists, the verified-blocks page is what
+"""The README and the docs match the code: every repository path they mention exists, every module named in a
+section about one folder (`# DuoPD MMU arbiter (`rtl/mmu/`)`) exists, the verified-blocks page is what
 its script writes from the committed table and lists exactly the bench runs `basedie run` does, and the README's
 sample summary agrees with it."""
 import importlib.util
@@ -25,18 +25,25 @@ def named_paths(text: str) -> set[str]:
     return {match.split("#")[0] for match in PATH.findall(text) if "<" not in match}
 
 
-def table_modules(text: str) -> set[str]:
-    """`folder/module.py` for each module named in the first column of a table under a heading `… (`folder/`)`
-    (a module named with its own folder, `tb/dram/timing.py`, is taken as written)."""
-    modules, folder = set(), None
+def folder_modules(text: str) -> set[str]:
+    """`folder/module.py` for each module named by its file name alone in a section whose heading, or a parent
+    heading, names one folder (`## MMU (`rtl/mmu/`)`), and each module a table's first column names with its own
+    folder (`tb/dram/timing.py`)."""
+    modules, headings = set(), []  # (level, folder) of the open headings
     for line in text.splitlines():
-        if line.startswith("#"):
+        heading = re.match(r"(#+) ", line)
+        if heading:
+            level = len(heading.group(1))
+            headings = [(lv, folder) for lv, folder in headings if lv < level]
             found = re.search(r"\(`((?:rtl|tb|sysmodel)/[\w/]*)`", line)
-            folder = found.group(1) if found else None
-        elif folder and line.startswith("| `"):
-            first_cell = line.split("|")[1]
-            modules |= {name if name.split("/")[0] in FOLDERS else folder + name
-                        for name in re.findall(r"`([\w/]+\.py)`", first_cell)}
+            headings.append((level, found.group(1) if found else headings[-1][1] if headings else None))
+            continue
+        folder = headings[-1][1] if headings else None
+        if folder:
+            modules |= {folder + name for name in re.findall(r"(?<![\w/.])`(\w+\.py)`", line)}
+            if line.startswith("| `"):
+                modules |= {name for name in re.findall(r"`([\w/]+\.py)`", line.split("|")[1])
+                            if name.split("/")[0] in FOLDERS}
     return modules
 
 
@@ -60,8 +67,9 @@ def summary_rows(page: str) -> list[list[str]]:
 def test_the_parsers_find_what_they_should() -> None:
     text = ("## MMU (`rtl/mmu/`)\n| `queue.py` | a FIFO |\n| `a.py`, `b.py` | two |\n| `tb/dram/c.py` | - |\n"
             "see `tests/tb/test_<area>.py`, [ports](docs/reference/ports.md#flat-names) and "
-            "sysmodel/data/verified_blocks.json.\n## Other\n| `c.py` | - |")
-    assert table_modules(text) == {"rtl/mmu/queue.py", "rtl/mmu/a.py", "rtl/mmu/b.py", "tb/dram/c.py"}
+            "sysmodel/data/verified_blocks.json.\n### Inside\nthe `d.py` module\n## Other\n| `c.py` | `e.py` |")
+    assert folder_modules(text) == {"rtl/mmu/queue.py", "rtl/mmu/a.py", "rtl/mmu/b.py", "tb/dram/c.py",
+                                    "rtl/mmu/d.py"}
     assert named_paths(text) == {"rtl/mmu/", "tb/dram/c.py", "docs/reference/ports.md",
                                  "sysmodel/data/verified_blocks.json"}
 
@@ -72,8 +80,8 @@ def test_every_path_the_readme_and_the_docs_name_exists() -> None:
     assert {page: paths for page, paths in missing.items() if paths} == {}
 
 
-def test_every_module_in_a_module_table_exists() -> None:
-    modules = set().union(*map(table_modules, PAGES.values()))
+def test_every_module_a_section_about_one_folder_names_exists() -> None:
+    modules = set().union(*map(folder_modules, PAGES.values()))
     assert len(modules) > 20  # the rtl/mmu/, tb/dram/ and sysmodel/ tables are read
     assert [m for m in sorted(modules) if not exists(m)] == []
 

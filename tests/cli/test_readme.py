@@ -1,7 +1,7 @@
 """The README and the docs match the code: every repository path they mention exists, every module named in a
 section about one folder (`# DuoPD MMU arbiter (`rtl/mmu/`)`) exists, the verified-blocks page is what
-its script writes from the committed table and lists exactly the bench runs `basedie run` does, and the README's
-sample summary agrees with it."""
+its script writes from the committed table and lists exactly the bench runs `basedie run` does, the README's
+sample summary agrees with it, and the synthesis results page holds the table its script prints."""
 import importlib.util
 import re
 from collections import Counter
@@ -51,8 +51,8 @@ def exists(path: str) -> bool:
     return any(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()
 
 
-def verified_table_script():
-    spec = importlib.util.spec_from_file_location("verified_table", ROOT / "scripts" / "verified_table.py")
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -94,9 +94,19 @@ def test_the_readme_fits_a_newcomer() -> None:
 
 
 def test_the_verified_blocks_page_is_what_its_script_writes_from_the_committed_table() -> None:
-    script = verified_table_script()
-    assert VERIFIED_PAGE.read_text() == script.page(script.load().entries), \
+    page = script("verified_table")
+    assert VERIFIED_PAGE.read_text() == page.page(page.load().entries), \
         "docs/results/verified-blocks.md is stale: run python scripts/verified_table.py"
+
+
+def test_the_synthesis_results_page_holds_the_table_its_script_prints(monkeypatch, capsys) -> None:
+    monkeypatch.setattr("sys.argv", ["synthesis_table.py"])
+    script("synthesis_table").main()
+    printed = capsys.readouterr().out.splitlines()
+    page = (ROOT / "docs" / "results" / "synthesis.md").read_text().splitlines()
+    start = page.index(printed[0])
+    assert page[start:start + len(printed)] == printed, \
+        "docs/results/synthesis.md is stale: paste the table python scripts/synthesis_table.py prints"
 
 
 def test_the_verified_blocks_page_lists_the_runs_basedie_run_does() -> None:

@@ -14,7 +14,7 @@ from .deployments import Colocated, build, parse
 from .engine import EventLoop, Request
 from .execution import pnm_entries, vector_entries
 from .errors import ConfigError, require
-from .hardware import HARDWARE_PRESETS, Hardware
+from .hardware import Hardware
 from .hbf.layout import Layout, resolve_layout
 from .hbf.media import PROVENANCE
 from .hbf.service import HBFOptions
@@ -58,12 +58,7 @@ class Result:
 
 def resolve_hardware(spec: str | Hardware) -> Hardware:
     """A `Hardware`, or a preset name (any case): the paper's machine or a real system (`presets.PRESETS`)."""
-    if isinstance(spec, Hardware):
-        return spec
-    known = HARDWARE_PRESETS | PRESETS
-    if spec.lower() not in known:
-        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(known)}")
-    return known[spec.lower()]
+    return spec if isinstance(spec, Hardware) else PRESETS.lookup(spec)
 
 
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import ClassVar
 
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
@@ -29,51 +30,87 @@ from .operators import Shard
 from .quantized import GemmModel, Quantization
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .perf import PerfModel, perf_model
+from .registry import Registry
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from basedie.verified import VerifiedBlocks
 
 
+class System:
+    """A serving system's spec (a frozen dataclass of its shape), registered under its name in `SYSTEMS`: a new
+    system is one module with its spec and one `SYSTEMS.register` line. `options`: the configuration fields only
+    some systems read (refused elsewhere); `one_kv_server`: one server holds the KV cache, so a shared prefix or a
+    KV cache in HBF is modelled."""
+    options: ClassVar[frozenset] = frozenset()
+    one_kv_server: ClassVar[bool] = False
+
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        """Wire the system's servers on `setting` into `built` (its `submit` and accounts)."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Disaggregated:
+class Disaggregated(System):
     prefill_instances: int
     prefill_tp: int
     decode_instances: int
     decode_tp: int
 
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        _disaggregated(self, setting, built)
+
 
 @dataclass(frozen=True)
-class SMPartition:
+class SMPartition(System):
     prefill_fraction: float
 
-
-@dataclass(frozen=True)
-class DuoPD:
-    pass
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        _sm_partition(self, setting, built)
 
 
 @dataclass(frozen=True)
-class Chunked:
-    pass
+class DuoPD(System):
+    options: ClassVar[frozenset] = frozenset({"mmu_policy"})
+
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        _duopd(self, setting, built)
 
 
 @dataclass(frozen=True)
-class SingleGPU:
-    pass
+class Chunked(System):
+    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
+    one_kv_server: ClassVar[bool] = True
+
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        _chunked(self, setting, built)
+
+
+@dataclass(frozen=True)
+class SingleGPU(System):
+    """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
+    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
+    one_kv_server: ClassVar[bool] = True
+
+    def build(self, setting: "Setting", built: "ServingSystem") -> None:
+        _chunked(self, setting, built, gpus=1)
 
 
 # PD ratios count GPUs: 1:1 = one TP4 prefill instance + one TP4 decode instance; 3:1 = three TP2 prefill
 # instances + one TP2 decode instance (6 + 2 GPUs, §6.2 "4:4 or 6:2"; TP2 because 64 heads do not split
 # over 6 GPUs).
-SYSTEMS = {
-    "duopd": DuoPD(),
-    "pd-1:1": Disaggregated(1, 4, 1, 4),
-    "pd-3:1": Disaggregated(3, 2, 1, 2),
-    "chunked": Chunked(),
-    "sm-9:1": SMPartition(0.9),
-    "sm-7:3": SMPartition(0.7),
-    "sm-5:5": SMPartition(0.5),
-    "gpu": SingleGPU(),
-}
+SYSTEMS: Registry = Registry("system")
+SYSTEMS.register("duopd", DuoPD())
+SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4))
+SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2))
+SYSTEMS.register("chunked", Chunked())
+SYSTEMS.register("sm-9:1", SMPartition(0.9))
+SYSTEMS.register("sm-7:3", SMPartition(0.7))
+SYSTEMS.register("sm-5:5", SMPartition(0.5))
+SYSTEMS.register("gpu", SingleGPU())
+
+
+def using(option: str) -> list[str]:
+    """The registered systems that read the configuration field `option` (`chunk_tokens`, `mmu_policy`)."""
+    return [name for name, spec in SYSTEMS.items() if option in spec.options]
 
 
 @dataclass(frozen=True)
@@ -171,20 +208,15 @@ class ServingSystem:
 
 
 def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingSystem:
-    """The system named `system`: one of `SYSTEMS`, or any `spec` of their kinds under that name."""
-    if spec is None:
-        if system not in SYSTEMS:
-            raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
-        spec = SYSTEMS[system]
+    """The system named `system`: one of `SYSTEMS`, or any `spec` (a deployment) under that name."""
+    spec = SYSTEMS.lookup(system) if spec is None else spec
     built = ServingSystem(loop, system)
     layout = setting.layout
     require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
-            or isinstance(spec, (Chunked, SingleGPU)),
+            or spec.one_kv_server,
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
             f"{system} (docs/hbf.md, 'Systems')")
-    builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
-                SingleGPU: _single_gpu}
-    builders[type(spec)](spec, setting, built)
+    spec.build(setting, built)
     return built
 
 
@@ -300,11 +332,6 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
                                            kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
                                            chunk_tokens=setting.chunk, finished=built.finished.append))
     built.submit = server.submit
-
-
-def _single_gpu(spec: SingleGPU, setting: Setting, built: ServingSystem) -> None:
-    """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
-    _chunked(spec, setting, built, gpus=1)
 
 
 def _placement(spec: Disaggregated, hw: Hardware, decode_hw: Hardware) -> tuple[list[int], list[int]]:

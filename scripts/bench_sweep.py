@@ -17,7 +17,7 @@ import os
 import time
 
 from basedie import sweep
-from basedie.cli import simulate_parser
+from basedie.simulation import simulate_parser
 from basedie.spec import Axis, Spec
 
 BASE = {"system": "duopd", "model": "LLaMA2-70B", "input-len": 2048, "requests": 4, "batch": 4}

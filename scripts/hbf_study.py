@@ -70,7 +70,8 @@ def figure(width: float = 8, height: float = 4.5, cols: int = 1):
 
 
 def run(model: str, memory: str | Layout, scale: Scale, **options) -> dict:
-    config = SimulationConfig("chunked", model, FixedBatch(scale.requests, 1024, scale.output_len), ONE_GPU,
+    config = SimulationConfig(system="chunked", model=model,
+                              workload=FixedBatch(scale.requests, 1024, scale.output_len), hardware=ONE_GPU,
                               max_batch=16, memory=memory, hbf=HBFOptions(**options))
     s = simulate(config).summary
     h = s.get("hbf", {})
@@ -351,7 +352,8 @@ def item8(scale: Scale, out: Path) -> list[Claim]:
     rows = []
     for model, layouts in ((MOE, ("A", "B", "C")), ("Qwen3-235B-A22B", ("A", "C"))):
         for memory in layouts:
-            config = SimulationConfig("duopd", model, FixedBatch(scale.requests, 1024, scale.output_len),
+            config = SimulationConfig(system="duopd", model=model,
+                                      workload=FixedBatch(scale.requests, 1024, scale.output_len),
                                       max_batch=16, memory=memory)
             s = simulate(config).summary
             servers = s.get("hbf", {}).get("servers", {})

@@ -201,8 +201,9 @@ def end_to_end(scale: Scale, table) -> list[dict]:
                     continue                                   # AWQ kernels are INT4 only
                 quant = Quantization(weights, GROUP, dequant, kernel, link_expanded=expanded)
                 for batch in scale.batches:
-                    config = SimulationConfig("gpu", resolve_model(model), FixedBatch(batch, LENGTH, LENGTH),
-                                              "a100-pcie-40gb", max_batch=batch, quantization=quant)
+                    config = SimulationConfig(system="gpu", model=resolve_model(model),
+                                              workload=FixedBatch(batch, LENGTH, LENGTH),
+                                              hardware="a100-pcie-40gb", max_batch=batch, quantization=quant)
                     summary = simulate(config, table).summary
                     rows.append({"model": model, "weights": weights, "system": name, "batch": batch,
                                  "latency_s": summary["e2e_s"]["mean"],

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from itertools import count
 from typing import ClassVar
 
-from .engine import EventLoop, Request
+from .engine import Request
 from .errors import ConfigError, require
 from .operators import Shard
 from .registry import Registry
 from .servers import MixedServer
-from .systems import (SYSTEMS, Disaggregated, ServingSystem, Setting, System, build as build_named, gpu_execution,
-                      kv_pool)
+from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, System, gpu_execution, kv_pool
 
 
 @dataclass(frozen=True)
@@ -83,10 +82,6 @@ def parse(system: str) -> Disaggregated | Colocated:
                       f"(e.g. pd:2x4+1x4) or colocated:NxT[:{'|'.join(SCHEDULERS)}[:{'|'.join(ROUTERS)}]]")
 
 
-def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
-    return build_named(system, setting, loop, parse(system))
-
-
 def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem) -> None:
     hw, loop = setting.hardware, built.loop
     require(spec.instances * spec.tp <= hw.gpus,
@@ -105,7 +100,8 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
         loop, f"instance{i}", cost,
         built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
                       spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w, hw.gpu.stack.energy_per_byte),
-        kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.max_batch, chunk_tokens=setting.chunk,
+        kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.config.max_batch,
+        chunk_tokens=setting.chunk,
         finished=finisher(i), whole_prompts=scheduler.whole_prompts, mixed=scheduler.mixed)
         for i in range(spec.instances)]
     turns = count()

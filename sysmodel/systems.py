@@ -8,7 +8,7 @@
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
 
-Quantized weights (`Setting.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
+Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
 take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`) gives each
 instance's package one `HBFTier`, and every server on it an executor that reads through it (`_executor`).
 """
@@ -24,10 +24,10 @@ from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from .hardware import Hardware
 from .hbf.layout import Layout
-from .hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
+from .hbf.service import HBFPort, HBFTier, PortPower
 from .llm import LLM
 from .operators import Shard
-from .quantized import GemmModel, Quantization
+from .quantized import GemmModel
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .perf import PerfModel, perf_model
 from .registry import Registry
@@ -113,44 +113,32 @@ def using(option: str) -> list[str]:
     return [name for name, spec in SYSTEMS.items() if option in spec.options]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setting:
-    """Everything a system is built from."""
+    """Everything a system is built from: a configuration with its inputs resolved (`config.resolve`)."""
+    config: "SimulationConfig"
+    spec: System
     hardware: Hardware
     model: LLM
     table: VerifiedBlocks
-    mmu_policy: str = "prefill-first"
-    max_batch: int = 16
-    chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
-    quantization: Quantization = Quantization()
-    perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
     layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
-    hbf: HBFOptions = HBFOptions()
-    all_reduce: str = "bandwidth"        # how the roofline prices an all-reduce (`sysmodel.perf`)
-    overlap: bool = False                # all-reduces overlapped with compute
     decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
-    shared_prefix_tokens: int = 0        # a KV prefix every prompt starts with, stored once (docs/hbf.md)
-
-    def __post_init__(self) -> None:
-        require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
-        require(self.layout is None or not self.quantization.quantized,
-                "quantized weights in an HBF package layout are not modelled (use --weights fp16 with --memory)")
-        require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
 
     @property
     def perf(self) -> PerfModel:
-        return perf_model(self.perf_model, self.hardware.gpu, self.all_reduce, self.hardware.link, self.overlap)
+        c = self.config
+        return perf_model(c.perf_model, self.hardware.gpu, c.all_reduce, self.hardware.link, c.overlap)
 
     @property
     def chunk(self) -> int:
-        return self.chunk_tokens or (4096 if self.model.moe else 1024)
+        return self.config.chunk_tokens or (4096 if self.model.moe else 1024)
 
     @cached_property
     def gemm(self) -> GemmModel:
-        return GemmModel.build(self.hardware.gpu, self.quantization, self.table)
+        return GemmModel.build(self.hardware.gpu, self.config.quantization, self.table)
 
     def weight_bytes(self, shard: Shard) -> float:
-        return quantized_weight_bytes(shard, self.gemm) if self.quantization.quantized else shard.weight_bytes
+        return quantized_weight_bytes(shard, self.gemm) if self.config.quantization.quantized else shard.weight_bytes
 
     @property
     def gpu_power_w(self) -> float:
@@ -160,12 +148,13 @@ class Setting:
 
 def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
-    if not setting.quantization.quantized:
+    if not setting.config.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
-    require(setting.perf_model == "roofline" and setting.all_reduce == "bandwidth" and not setting.overlap,
+    c = setting.config
+    require(c.perf_model == "roofline" and c.all_reduce == "bandwidth" and not c.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
-            f"{setting.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
+            f"{c.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
     return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
 
 
@@ -175,7 +164,7 @@ def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     capacity = setting.hardware.gpu.memory.capacity_bytes
     weights = setting.weight_bytes(shard)
     layout = setting.layout
-    prefix = setting.shared_prefix_tokens * shard.kv_bytes_per_token
+    prefix = setting.config.shared_prefix_tokens * shard.kv_bytes_per_token
     in_hbm = prefix if layout is None or layout.prefix == "hbm" else 0.0
     if layout is not None:
         layout.check(shard)
@@ -212,7 +201,7 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     spec = SYSTEMS.lookup(system) if spec is None else spec
     built = ServingSystem(loop, system)
     layout = setting.layout
-    require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
+    require(not (setting.config.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
             or spec.one_kv_server,
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
             f"{system} (docs/hbf.md, 'Systems')")
@@ -229,7 +218,7 @@ def _in_hbf(setting: Setting) -> bool:
 def _tier(setting: Setting, built: ServingSystem, shard: Shard) -> HBFTier | None:
     if not _in_hbf(setting):
         return None
-    tier = HBFTier(built.loop, shard, setting.layout, setting.hbf, setting.shared_prefix_tokens)
+    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens)
     built.hbf.append(tier)
     return tier
 
@@ -267,7 +256,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
     prefill, decode = (_executor(tier, base, role, power)
                        for base, role, power in zip((prefill, decode), roles, powers))
     decoder = _attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
-                                           max_batch=setting.max_batch, finished=built.finished.append,
+                                           max_batch=setting.config.max_batch, finished=built.finished.append,
                                            kv_reserved=True))
     prefiller = _attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
                                                handoff=decoder.submit))
@@ -277,9 +266,9 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
-    require(not setting.quantization.quantized,
+    require(not setting.config.quantization.quantized,
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
-    mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy, hw)
+    mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
                        VectorFigures.from_verified(setting.table, hw.pnm))
@@ -329,7 +318,8 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
                             gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
     executor = _gpu_executor(setting, built, shard)
     server = _attach(executor, MixedServer(built.loop, "mixed", executor.cost, account,
-                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
+                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"),
+                                           max_batch=setting.config.max_batch,
                                            chunk_tokens=setting.chunk, finished=built.finished.append))
     built.submit = server.submit
 
@@ -377,7 +367,8 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
                           spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
                           dhw.gpu.stack.energy_per_byte),
-            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
+            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"),
+            max_batch=setting.config.max_batch,
             finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)
     # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the

@@ -128,8 +128,9 @@ def _layout_file(tmp_path, name: str, **keys) -> str:
 
 
 def _run(system: str, memory: str, requests: int = 40, **options):
-    return simulate(SimulationConfig(system, "Qwen3-30B-A3B", PoissonArrivals(20, requests, 1024, 32, 0.1, 3),
-                                     PAPER_HARDWARE, memory=memory, hbf=HBFOptions(**options)))
+    return simulate(SimulationConfig(system=system, model="Qwen3-30B-A3B",
+                                     workload=PoissonArrivals(20, requests, 1024, 32, 0.1, 3),
+                                     hardware=PAPER_HARDWARE, memory=memory, hbf=HBFOptions(**options)))
 
 
 @pytest.mark.parametrize("system", ["duopd", "sm-7:3"])
@@ -173,7 +174,8 @@ def test_blocks_of_iterations_give_what_one_iteration_at_a_time_gives(monkeypatc
     (sm-9:1); with it, a randomised search over 100 configurations of system, model, layout, grade, tR, prefetch,
     skew, frame cache, coolant and workload found no difference.)"""
     def run():
-        return simulate(SimulationConfig(system, model, PoissonArrivals(20, 20, 1024, 32, 0.1, 3), PAPER_HARDWARE,
+        return simulate(SimulationConfig(system=system, model=model,
+                                         workload=PoissonArrivals(20, 20, 1024, 32, 0.1, 3), hardware=PAPER_HARDWARE,
                                          memory="C", hbf=HBFOptions(prefetch=prefetch, ambient_c=ambient)))
     blocks = run()
     whole = servers.decode_work
@@ -192,7 +194,8 @@ def test_a_block_cut_by_an_arriving_request_ends_at_its_cut() -> None:
     iterations after the cut) while prefill reads the media and asks for the decode server's media load at the
     cut: the decode server is idle from the cut on. Found by a randomised search; the run must finish, with the
     package run once to the last token and the servers' accesses adding up."""
-    result = simulate(SimulationConfig("sm-9:1", "Qwen3-30B-A3B", FixedBatch(12, 512, 16), PAPER_HARDWARE, memory="B",
+    result = simulate(SimulationConfig(system="sm-9:1", model="Qwen3-30B-A3B", workload=FixedBatch(12, 512, 16),
+                                       hardware=PAPER_HARDWARE, memory="B",
                                        hbf=HBFOptions(grade=2, frame_cache_gib=0.0, prefetch="next-layer",
                                                       routing_skew=2.0)))
     hbf, end = result.summary["hbf"], max(r.finish for r in result.requests)
@@ -249,8 +252,9 @@ def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
     """Speed guard (docs/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
     Both run here, one after the other, so load on the machine scales both; measured 1.8x."""
     def cpu(memory: str) -> float:
-        config = SimulationConfig("duopd", "Qwen3-30B-A3B", PoissonArrivals(20, 200, 1024, 128, 0.1, 0),
-                                  PAPER_HARDWARE, memory=memory)
+        config = SimulationConfig(system="duopd", model="Qwen3-30B-A3B",
+                                  workload=PoissonArrivals(20, 200, 1024, 128, 0.1, 0),
+                                  hardware=PAPER_HARDWARE, memory=memory)
         simulate(config)
         started = time.process_time()
         simulate(config)

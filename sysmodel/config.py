@@ -152,9 +152,9 @@ def _pools() -> tuple[Option, ...]:
                                       f"{flag.replace('-', ' ')}", metavar="N", type=int)
                   for flag in ("prefill-instances", "prefill-tp", "decode-instances", "decode-tp", "instances", "tp"))
     return pools + (
-        Option("--scheduler", f"--system colocated: {_listed(SCHEDULERS)} (default sarathi; docs/configuration.md)",
-               metavar="NAME"),
-        Option("--router", f"--system colocated: {_listed(ROUTERS)} (default round-robin)", metavar="NAME"))
+        Option("--scheduler", lambda: f"--system colocated: {_listed(SCHEDULERS)} (default sarathi; "
+                                      f"docs/configuration.md)", metavar="NAME"),
+        Option("--router", lambda: f"--system colocated: {_listed(ROUTERS)} (default round-robin)", metavar="NAME"))
 
 
 def _lengths() -> tuple[Option, ...]:
@@ -168,12 +168,13 @@ def _lengths() -> tuple[Option, ...]:
 class SimulationConfig:
     """What one simulation runs: names or resolved objects for its inputs (`resolve` turns names into objects)."""
     system: str = field(metadata=options(
-        Option("--system", f"serving system: {', '.join(SYSTEMS)}, pd (pools from --prefill-instances, --prefill-tp, "
-                           f"--decode-instances, --decode-tp) or colocated (--instances, --tp)", required=True),
+        Option("--system", lambda: f"serving system: {', '.join(SYSTEMS)}, pd (pools from --prefill-instances, "
+                                   f"--prefill-tp, --decode-instances, --decode-tp) or colocated (--instances, --tp)",
+               required=True),
         *_pools(), read=_system))
     model: str | LLM = field(metadata=options(
-        Option("--model", f"model preset ({', '.join(MODEL_PRESETS)}; any case) or the path of a Hugging Face "
-                          f"config.json", required=True),
+        Option("--model", lambda: f"model preset ({', '.join(MODEL_PRESETS)}; any case) or the path of a Hugging "
+                                  f"Face config.json", required=True),
         read=lambda args, values: resolve_model(args.model)))
     max_batch: int = field(default=16, metadata=options(
         Option("--batch", "the systems' maximum decode batch (default 16)", metavar="N", type=int, default=16),
@@ -196,8 +197,8 @@ class SimulationConfig:
                metavar="X", type=float),
         *_lengths(), read=_workload))
     hardware: str | Hardware = field(default="paper", metadata=options(
-        Option("--hardware", f"hardware preset: {', '.join(PRESETS)} (8 GPUs each; --hw overrides fields on top)",
-               metavar="NAME", default="paper"),
+        Option("--hardware", lambda: f"hardware preset: {', '.join(PRESETS)} (8 GPUs each; --hw overrides fields on "
+                                     f"top)", metavar="NAME", default="paper"),
         Option("--hw", "override a hardware field by its dotted name, e.g. gpu.stack.bandwidth=4e12, pnm.lanes=32, "
                        "gpus=4, link.bandwidth=1.8e12 (repeatable; see sysmodel/hardware.py)", metavar="FIELD=VALUE",
                action="append"),
@@ -207,15 +208,15 @@ class SimulationConfig:
                              "--hardware; the KV crosses the network between them; the same machine as --hardware "
                              "is one pool of both)", metavar="NAME")))
     perf_model: str = field(default="roofline", metadata=options(Option(
-        "--perf-model", f"how long a GPU operator takes: {_listed(PERF_MODELS)} (default roofline); see "
-                        f"docs/fidelity.md", metavar="NAME", default="roofline")))
+        "--perf-model", lambda: f"how long a GPU operator takes: {_listed(PERF_MODELS)} (default roofline); see "
+                                f"docs/fidelity.md", metavar="NAME", default="roofline")))
     all_reduce: str = field(default="bandwidth", metadata=options(Option(
         "--allreduce", f"roofline all-reduce: {_listed(ALL_REDUCE_MODELS)} (default bandwidth: ring bytes over the "
                        f"link; alpha-beta adds NCCL's latencies; nvls takes the faster of that ring and NVLink SHARP "
                        f"where the NVSwitch has it); see docs/fidelity.md", metavar="MODEL", default="bandwidth")))
     overlap: bool = field(default=False, metadata=options(Option(
         "--allreduce-overlap", "overlap tensor-parallel all-reduces with compute (a layer takes the longer of the "
-                               "two)", action="store_true")))
+                               "two)", action="store_true", default=False)))
     mmu_policy: str = field(default="prefill-first", metadata=options(
         Option("--mmu-policy", f"duopd only: HBM arbitration between GPU and PNM, {_listed(POLICIES)} (default "
                                f"prefill-first)", metavar="POLICY"),
@@ -242,8 +243,8 @@ class SimulationConfig:
                choices=("expanded", "unbounded")),
         read=_quantization))
     memory: str | Layout = field(default="hbm", metadata=options(Option(
-        "--memory", f"package per GPU: hbm (default, the hardware's own HBM), HBFSim's layouts {', '.join(LAYOUTS)}, "
-                    f"or a layout .toml/.json file", metavar="LAYOUT", default="hbm"),
+        "--memory", lambda: f"package per GPU: hbm (default, the hardware's own HBM), the layouts "
+                            f"{', '.join(LAYOUTS)}, or a layout .toml/.json file", metavar="LAYOUT", default="hbm"),
         read=_memory, group=HBF_GROUP))
     hbf: HBFOptions = field(default=HBFOptions(), metadata=options(
         Option("--hbf-grade", "HBF bandwidth grade 1, 2 or 3 (default 1)", metavar="N", type=int),

@@ -17,9 +17,10 @@ from .errors import ConfigError
 @dataclass(frozen=True)
 class Option:
     """One command-line option; `default` is the parser's (None where the field's default depends on the mode or
-    where the option is checked for being given at all)."""
+    where the option is checked for being given at all); `help` may be a function, called when the parser is
+    built (a help listing a registry's names then lists the ones registered by then)."""
     flag: str
-    help: str
+    help: str | Callable[[], str]
     metavar: str | None = None
     type: Callable | None = None
     default: Any = None
@@ -32,12 +33,10 @@ class Option:
         return self.flag[2:].replace("-", "_")
 
     def add_to(self, parser) -> None:
-        extra = {k: v for k, v in (("metavar", self.metavar), ("type", self.type), ("choices", self.choices))
-                 if v is not None}
-        if self.action is not None:
-            extra = {"action": self.action}
+        extra = {k: v for k, v in (("action", self.action), ("metavar", self.metavar), ("type", self.type),
+                                   ("choices", self.choices)) if v is not None}
         parser.add_argument(self.flag, default=[] if self.action == "append" else self.default,
-                            required=self.required, help=self.help, **extra)
+                            required=self.required, help=self.help() if callable(self.help) else self.help, **extra)
 
 
 # A reader builds a field's value from the parsed options and the fields read before it (its metadata "read").

@@ -1,5 +1,7 @@
 """The serving systems of the DuoPD study (paper §6.1, §6.5), each a wiring of servers on the hardware.
 
+The registry `SYSTEMS` (every name, its spec and a line of help; a new system is a module and one registration):
+
 - `duopd`: all 8 GPUs prefill in tensor parallel; all decoding runs on the PNMs of the same stacks, the two
   sharing each stack through the MMU's arbitration; the KV cache stays where prefill wrote it.
 - `pd-1:1`, `pd-3:1`: PD disaggregation; prefill and decode instances on separate GPUs, the KV cache moved
@@ -8,9 +10,10 @@
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
 
-Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
-take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`) gives each
-instance's package one `HBFTier`, and every server on it an executor that reads through it (`_executor`).
+Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the
+weights take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`)
+gives each instance's package one `HBFTier`, and every server on it an executor that reads through it
+(`_executor`).
 """
 from collections import deque
 from collections.abc import Callable
@@ -97,15 +100,15 @@ class SingleGPU(System):
 # PD ratios count GPUs: 1:1 = one TP4 prefill instance + one TP4 decode instance; 3:1 = three TP2 prefill
 # instances + one TP2 decode instance (6 + 2 GPUs, §6.2 "4:4 or 6:2"; TP2 because 64 heads do not split
 # over 6 GPUs).
-SYSTEMS: Registry = Registry("system")
-SYSTEMS.register("duopd", DuoPD())
-SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4))
-SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2))
-SYSTEMS.register("chunked", Chunked())
-SYSTEMS.register("sm-9:1", SMPartition(0.9))
-SYSTEMS.register("sm-7:3", SMPartition(0.7))
-SYSTEMS.register("sm-5:5", SMPartition(0.5))
-SYSTEMS.register("gpu", SingleGPU())
+SYSTEMS: Registry[System] = Registry("system")
+SYSTEMS.register("duopd", DuoPD(), "all GPUs prefill in TP; all decoding on the PNMs of their stacks (MMU arbitration)")
+SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4), "PD disaggregation: one TP4 prefill + one TP4 decode instance")
+SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2), "PD disaggregation: three TP2 prefill + one TP2 decode instance")
+SYSTEMS.register("chunked", Chunked(), "one instance mixing prompt chunks (1K dense, 4K MoE) with decoding")
+SYSTEMS.register("sm-9:1", SMPartition(0.9), "one instance, 90 % of the SMs prefill, 10 % decode")
+SYSTEMS.register("sm-7:3", SMPartition(0.7), "one instance, 70 % of the SMs prefill, 30 % decode")
+SYSTEMS.register("sm-5:5", SMPartition(0.5), "one instance, SMs split evenly between prefill and decode")
+SYSTEMS.register("gpu", SingleGPU(), "one GPU with chunked prefill and continuous batching (StreamDQ §5.1)")
 
 
 def using(option: str) -> list[str]:

@@ -10,6 +10,7 @@ from basedie.simulation import simulate_parser
 from sysmodel.config import SimulationConfig
 from sysmodel.deployments import ROUTERS, SCHEDULERS, parse
 from sysmodel.errors import ConfigError
+from sysmodel.reference import PAGE, update
 from sysmodel.registry import Registry
 from sysmodel.simulate import simulate
 from sysmodel.systems import SYSTEMS
@@ -70,3 +71,12 @@ def test_colocated_schedulers_and_routers_come_from_their_registries() -> None:
     assert ROUTERS["least-tokens"]([3, 1, 2], 0) == 1
     with pytest.raises(ConfigError, match="unknown router 'random'; choose one of round-robin, least-tokens"):
         parse("colocated:2x4:sarathi:random")
+
+
+def test_the_configuration_pages_tables_are_current() -> None:
+    """docs/configuration.md's tables are what `python -m sysmodel.reference` writes from the registries."""
+    text = PAGE.read_text()
+    assert update(text) == text
+    assert "| `sm-7:3` | `SMPartition(prefill_fraction=0.7)` |" in text and "| `--batch` | `16` |" in text
+    with pytest.raises(ValueError, match="unknown table 'nonesuch'"):
+        update("<!-- table: nonesuch -->\n<!-- end -->")

@@ -1,6 +1,6 @@
 """Real-system hardware presets (`--hardware NAME`): data-centre GPUs with their HBM and NVLink generation.
 
-The registry `PRESETS` (name → `Hardware`, any case), the paper's machine first, read by `simulate.resolve_hardware`
+The registry `PRESETS` (name → `Hardware`, any case), the paper's machine first, read by `config.resolve_hardware`
 and the CLI's help; `--hw FIELD=VALUE` overrides any field on top. Every machine is one 8-GPU server
 (HGX/DGX baseboard) unless `gpus` is overridden. Numbers come from NVIDIA's datasheets named per line;
 dense FP16/BF16 tensor FLOP/s is half the "with sparsity" figure the datasheets headline.

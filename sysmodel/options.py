@@ -76,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser, config_type) -> None:
     groups = {}
     for f in fields(config_type):
         title = f.metadata.get("group")
-        target = parser if title is None else groups.setdefault(title, parser.add_argument_group(title))
+        if title is not None and title not in groups:
+            groups[title] = parser.add_argument_group(title)
+        target = parser if title is None else groups[title]
         for option in f.metadata.get("options", ()):
             option.add_to(target)
 
@@ -88,8 +90,9 @@ def read(config_type, args: argparse.Namespace):
         value = f.metadata["read"](args, values) if f.metadata.get("read") else _one_option(f, args)
         check = f.metadata.get("check")
         problem = check(value) if check else None
-        if problem:
-            raise ConfigError(f"{f.metadata['options'][0].flag}: {problem}")
+        if problem:      # named by its option where the option's name is not the field's (--batch: max batch ...)
+            option = f.metadata["options"][0]
+            raise ConfigError(problem if option.dest == f.name else f"{option.flag}: {problem}")
         values[f.name] = value
     return config_type(**values)
 

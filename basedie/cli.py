@@ -13,6 +13,32 @@ from basedie.simulation import add_simulate
 DEFAULT_OUT = Path("build") / "verilog"
 
 
+class Parser(argparse.ArgumentParser):
+    """A parser whose `options(parser)`, if given, add its options when it is first used (to parse or to print
+    help): a subcommand then imports only what it runs (`simulate`'s options come from the system model)."""
+
+    def __init__(self, *args, options=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._options = options
+
+    def _add_options(self) -> None:
+        if self._options is not None:
+            options, self._options = self._options, None
+            options(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._add_options()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._add_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_options()
+        return super().format_help()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -46,7 +72,7 @@ def _diagnostics(verbose: int):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="basedie", description=__doc__)
+    parser = Parser(prog="basedie", description=__doc__)
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log diagnostics to stderr (-v: what each step does, -vv: debug detail)")
     commands = parser.add_subparsers(dest="command", required=True)

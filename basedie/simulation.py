@@ -9,21 +9,26 @@ from basedie.errors import UsageError
 SIMULATE_ROOT = Path("build") / "simulate"
 
 
-def add_simulate(commands) -> argparse.ArgumentParser:
-    from sysmodel.config import SimulationConfig
-    from sysmodel.options import add_arguments
-
-    simulate = commands.add_parser(
+def add_simulate(commands) -> None:
+    """The `simulate` subcommand; its options are added when it is used (`cli.Parser`), so that other commands
+    never import the system model."""
+    commands.add_parser(
         "simulate", help="simulate LLM serving on one system; print a summary, write metrics and plots",
         description="Simulate LLM serving on one system: a fixed batch of requests at time 0, or Poisson "
                     "arrivals with --qps. Prints a summary and writes JSON, CSV and PNG files to --out "
-                    "(options: docs/configuration.md).")
-    add_arguments(simulate, SimulationConfig)
-    simulate.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
-                          help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
-    simulate.add_argument("--no-plots", action="store_true", help="write the JSON and CSV files only, no PNGs")
-    simulate.set_defaults(run=run)
-    return simulate
+                    "(options: docs/configuration.md).", options=add_options)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """`simulate`'s options: the configuration's (`sysmodel.config`), then where the results go."""
+    from sysmodel.config import SimulationConfig
+    from sysmodel.options import add_arguments
+
+    add_arguments(parser, SimulationConfig)
+    parser.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
+                        help=f"output folder (default {SIMULATE_ROOT}/<system>-<model>-<workload>)")
+    parser.add_argument("--no-plots", action="store_true", help="write the JSON and CSV files only, no PNGs")
+    parser.set_defaults(run=run)
 
 
 def run(args) -> int:
@@ -47,7 +52,8 @@ def run(args) -> int:
 def simulate_parser() -> argparse.ArgumentParser:
     """`basedie simulate`'s own option parser, raising UsageError instead of exiting: `basedie sweep` parses
     every point with it, so any option `simulate` gains can be swept."""
-    parser = add_simulate(argparse.ArgumentParser(prog="basedie").add_subparsers())
+    parser = argparse.ArgumentParser(prog="basedie simulate")
+    add_options(parser)
 
     def error(message: str):
         raise UsageError(message)

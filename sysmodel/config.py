@@ -273,14 +273,14 @@ def resolve(config: SimulationConfig, table: verified.VerifiedBlocks | None = No
     figures (refused when stale). A decode pool on the same machine as the prefill pool is one machine."""
     spec = parse(config.system)
     model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
-    hardware = resolve_hardware(config.hardware)
+    machine = hardware = resolve_hardware(config.hardware)
     layout = config.memory if isinstance(config.memory, Layout) else resolve_layout(config.memory)
     if layout is not None:
         if config.hbf.frame_cache_gib is not None:
             layout = replace(layout, frame_cache_gib=config.hbf.frame_cache_gib)
         hardware = layout.hardware(hardware)
     decode_hardware = None if config.decode_hardware is None else resolve_hardware(config.decode_hardware)
-    if decode_hardware is resolve_hardware(config.hardware):
+    if decode_hardware is machine:
         decode_hardware = None
     require(decode_hardware is None or isinstance(spec, Disaggregated),
             f"a decode pool on other hardware applies to PD deployments (pd, pd:PxT+DxU), not {config.system}")

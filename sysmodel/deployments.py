@@ -101,9 +101,8 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
         built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
                       spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w, hw.gpu.stack.energy_per_byte),
         kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.config.max_batch,
-        chunk_tokens=setting.chunk,
-        finished=finisher(i), whole_prompts=scheduler.whole_prompts, mixed=scheduler.mixed)
-        for i in range(spec.instances)]
+        chunk_tokens=setting.chunk, finished=finisher(i), whole_prompts=scheduler.whole_prompts,
+        mixed=scheduler.mixed) for i in range(spec.instances)]
     turns = count()
 
     def submit(request: Request) -> None:

@@ -190,6 +190,9 @@ def _add_quantization(simulate) -> None:
                           help="GPU-side dequantization kernel family: gptq, awq-v1, awq-v2 or torchao")
     simulate.add_argument("--activations", default="fp16", metavar="FORMAT",
                           help="activation and dequantized-weight format: fp16 (default) or bf16")
+    simulate.add_argument("--kernel-model", default="roofline", choices=("roofline", "measured"),
+                          help="quantized weights: price the GPU's GEMM kernels by their instruction-count roofline "
+                               "(default) or as measured (public benchmarks; docs/fidelity-studies.md)")
     simulate.add_argument("--dqb-link", default="expanded", choices=("expanded", "unbounded"),
                           help="--dequant dqb: the die-to-die link carries the expanded 16-bit weights at the "
                                "stack's bandwidth (default), or is assumed not to bind")
@@ -599,7 +602,7 @@ def _quantization(args):
         raise UsageError("--dqb-link applies to --dequant dqb only")
     group = args.group_size if args.group_size is not None else (128 if quantized else 0)
     return Quantization(args.weights, group, args.dequant, args.kernel, args.activations,
-                        link_expanded=args.dqb_link == "expanded")
+                        link_expanded=args.dqb_link == "expanded", kernel_model=args.kernel_model)
 
 
 def _folder_name(args, config) -> str:

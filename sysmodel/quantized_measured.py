@@ -18,9 +18,11 @@ vLLM's AWQ). Nothing is fitted to StreamDQ's results.
 import csv
 from functools import cache
 
+import numpy as np
+
 from .hardware import GPU
 from .llm import BYTES_PER_VALUE
-from .perf import PROFILES, Curve, Profile, _larger, load_profile
+from .perf import PROFILES, Curve, Profile, load_profile
 
 KERNEL_MODELS = ("roofline", "measured")
 # Our kernel family → the series of the measured table that runs the same kernel.
@@ -44,7 +46,7 @@ def profile_for(gpu: GPU) -> Profile:
 def fp16_seconds(gpu: GPU, m, k: int, n: int, bandwidth: float, weight_bytes: float | None = None):
     """An FP16 GEMM (or one reading `weight_bytes` of weights) at the measured efficiency of its shape."""
     weights = BYTES_PER_VALUE * k * n if weight_bytes is None else weight_bytes
-    roofline = _larger(2 * m * k * n / gpu.flops, (weights + BYTES_PER_VALUE * m * (k + n)) / bandwidth)
+    roofline = np.maximum(2 * m * k * n / gpu.flops, (weights + BYTES_PER_VALUE * m * (k + n)) / bandwidth)
     return roofline / profile_for(gpu).gemm(k, n, m)
 
 

@@ -67,6 +67,17 @@ class MeasuredFP16(GemmModel):
         return GemmCost(seconds, nbytes, memory, tensor, 0.0, "measured")
 
 
+class MeasuredMarlin(GemmModel):
+    """Marlin, the fastest published W4A16 kernel (not in the paper): the FP16 GEMM's measured time over Marlin's
+    measured speed-up. A reference row of the measured Fig. 16, in no claim."""
+
+    def cost(self, m, k, n, bandwidth=None) -> GemmCost:
+        bandwidth = bandwidth or self.gpu.memory.bandwidth
+        nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
+        seconds = measured.fp16_seconds(self.gpu, m, k, n, bandwidth) / measured.series("marlin")(m)
+        return GemmCost(seconds, nbytes, nbytes / bandwidth, 0.0, 0.0, "measured")
+
+
 def gemm_models(table, weights: str, activations: str, kernel_model: str) -> dict[str, GemmModel]:
     """Fig. 16's contenders for one format pair under one kernel model: each fused (or, TorchAO, split) kernel
     that model can price, the DQB both ways, and the 16-bit GEMM."""
@@ -82,6 +93,9 @@ def gemm_models(table, weights: str, activations: str, kernel_model: str) -> dic
     models = {name: GemmModel.build(A100_PCIE_40GB, quant, table) for name, quant in kinds.items()}
     fp16 = MeasuredFP16 if kernel_model == "measured" else GemmModel
     models[activations] = fp16.build(A100_PCIE_40GB, Quantization(activations="fp16"), table)
+    if kernel_model == "measured" and (weights, activations) == ("w4a16", "fp16"):
+        models["marlin"] = MeasuredMarlin.build(A100_PCIE_40GB, Quantization(weights, GROUP, "gpu-fused", "gptq",
+                                                                             kernel_model=kernel_model), table)
     return models
 
 
@@ -398,7 +412,8 @@ MECHANISMS = {
                     "kernels stay at INT4 speed until their dequantization binds (M >= 64-256); measured kernels "
                     "fall behind much earlier (kernel model measured)",
         "measured": "exllamav2 (vLLM's GPTQ) still runs 1.5x faster than FP16 at M = 8 in Marlin's measurement, so "
-                    "the FP16-speed DQB overtakes it between 8 and 16; AWQ-v1 is overtaken from M = 4"},
+                    "the FP16-speed DQB overtakes it between 8 and 16; AWQ-v1 is overtaken from M = 4. Against "
+                    "Marlin (not in the paper; fig16.csv, kernel marlin) the DQB is behind at every M measured (1-128)"},
     "max speed-up over GPTQ, INT8 / INT4": {
         "measured": "no public INT8 GPTQ kernel timings"},
     "share of inference time, lowest": {

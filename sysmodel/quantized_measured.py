@@ -30,11 +30,16 @@ MEASURED_SERIES = {"gptq": "exllamav2", "awq-v1": "awq"}
 MEASURED_BITS = 4
 
 
-@cache
 def speedup(kernel: str) -> Curve:
     """The measured speed-up of `kernel`'s fused W4A16 GEMM over FP16 against M."""
+    return series(MEASURED_SERIES[kernel])
+
+
+@cache
+def series(name: str) -> Curve:
+    """One series of the measured table (`awq`, `exllamav2`, `marlin`): speed-up over FP16 against M."""
     with open(PROFILES / "marlin_a10_w4a16_speedup.csv", newline="") as stream:
-        rows = [r for r in csv.DictReader(stream) if r["kernel"] == MEASURED_SERIES[kernel]]
+        rows = [r for r in csv.DictReader(stream) if r["kernel"] == name]
     return Curve([int(r["batch"]) for r in rows], [float(r["speedup_over_fp16"]) for r in rows])
 
 

@@ -121,7 +121,7 @@ def _quantization(args: argparse.Namespace, values: dict) -> Quantization:
     require(args.dqb_link == "expanded" or args.dequant == "dqb", "--dqb-link applies to --dequant dqb only")
     group = args.group_size if args.group_size is not None else (128 if quantized else 0)
     return Quantization(args.weights, group, args.dequant, args.kernel, args.activations,
-                        link_expanded=args.dqb_link == "expanded")
+                        link_expanded=args.dqb_link == "expanded", kernel_model=args.kernel_model)
 
 
 def _memory(args: argparse.Namespace, values: dict) -> str | Layout:
@@ -238,6 +238,9 @@ class SimulationConfig:
         Option("--kernel", "GPU-side dequantization kernel family: gptq, awq-v1, awq-v2 or torchao", metavar="FAMILY"),
         Option("--activations", "activation and dequantized-weight format: fp16 (default) or bf16", metavar="FORMAT",
                default="fp16"),
+        Option("--kernel-model", "quantized weights: price the GPU's GEMM kernels by their instruction-count roofline "
+                                 "(default) or as measured (public benchmarks; docs/fidelity-studies.md)",
+               default="roofline", choices=("roofline", "measured")),
         Option("--dqb-link", "--dequant dqb: the die-to-die link carries the expanded 16-bit weights at the stack's "
                              "bandwidth (default), or is assumed not to bind", default="expanded",
                choices=("expanded", "unbounded")),

@@ -516,7 +516,7 @@ def _simulate(args) -> int:
 
     try:
         # Everything is checked and simulated before the first file is written.
-        config, result = simulation(args)
+        config, result = simulation(args, progress=True)
         out = args.out or SIMULATE_ROOT / _folder_name(args, config)
         report.check_destination(out)
     except (ConfigError, StaleTableError) as error:
@@ -539,13 +539,14 @@ def simulate_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def simulation(args, table=None):
+def simulation(args, table=None, progress: bool = False):
     """(SimulationConfig, Result) of parsed `simulate` options: the one path of `basedie simulate` and of every
-    `basedie sweep` point. `table`: the verified figures (default: loaded and checked on every call)."""
+    `basedie sweep` point. `table`: the verified figures (default: loaded and checked on every call); `progress`:
+    a bar of the requests arrived on a terminal."""
     from sysmodel.simulate import simulate
 
     config = _simulation_config(args)
-    return config, simulate(config, table)
+    return config, simulate(config, table, progress)
 
 
 def _simulation_config(args):
@@ -620,7 +621,8 @@ def _folder_name(args, config) -> str:
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
                                                   f"{config.model.name.lower()}-trace-{Path(args.trace).stem}"
-                                                  f"-b{config.max_batch}")
+                                                  f"{'-x%d' % args.trace_repeat if args.trace_repeat else ''}"
+                                                  f"{'-t0' if args.arrivals == 'none' else ''}-b{config.max_batch}")
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"
     workload = (f"fixed-{lengths}" if args.qps is None
                 else f"qps{w.qps:g}-{lengths}-cv{0.1 if args.length_cv is None else args.length_cv:g}-seed{w.seed}"
@@ -643,8 +645,14 @@ def _add_fidelity_options(simulate) -> None:
                           help="roofline (default), measured (profiled A100/H100 kernels) or roofline-efficiency "
                                "(any GPU, with the nearest profiled GPU's efficiencies); see docs/fidelity.md")
     simulate.add_argument("--no-plots", action="store_true", help="write the JSON and CSV files only, no PNGs")
-    simulate.add_argument("--trace", default=None, metavar="FILE",
-                          help="replay a CSV/JSONL trace (arrival s, prompt tokens, output tokens per row)")
+    simulate.add_argument("--trace", default=None, metavar="FILE|NAME",
+                          help="replay a CSV/JSONL/JSON trace in a public format (docs/traces.md) or a shipped "
+                               "one: azure-conv-2023, azure-code-2023")
+    simulate.add_argument("--arrivals", default=None, choices=("trace", "none"),
+                          help="with --trace: trace (default: its arrival column, required) or none (every "
+                               "request at t = 0)")
+    simulate.add_argument("--trace-repeat", type=int, default=None, metavar="N",
+                          help="with --trace: play it N times end to end at its mean rate (24 x an hour = a day)")
     simulate.add_argument("--arrival-cv", type=float, default=None, metavar="X",
                           help="with --qps: Gamma inter-arrivals with this coefficient of variation (1 = Poisson)")
     for field in ("input", "output"):
@@ -692,7 +700,10 @@ def _fidelity_workload(args):
         clash = [f for f in ("qps", "requests", "length_cv", *SYNTHETIC_FLAGS) if getattr(args, f) is not None]
         if clash:
             raise UsageError(f"--{clash[0].replace('_', '-')} does not apply to --trace (the trace sets it)")
-        return Trace(args.trace)
+        return Trace(args.trace, args.arrivals or "trace", 1 if args.trace_repeat is None else args.trace_repeat)
+    trace_flags = [f for f in ("arrivals", "trace_repeat") if getattr(args, f) is not None]
+    if trace_flags:
+        raise UsageError(f"--{trace_flags[0].replace('_', '-')} applies to --trace only")
     if not synthetic:
         return None
     if args.qps is None:

@@ -5,6 +5,7 @@ lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and 
 is an error, not a row of nulls."""
 import logging
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
@@ -66,8 +67,10 @@ def resolve_hardware(spec: str | Hardware) -> Hardware:
     return known[spec.lower()]
 
 
-def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
-    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
+def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None,
+             progress: bool = False) -> Result:
+    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale); `progress`
+    shows the requests arrived so far as a bar on a terminal's stderr (a long trace replay runs for minutes)."""
     spec = parse(config.system)
     require(config.mmu_policy in POLICIES,
             f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
@@ -90,10 +93,13 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
+    submit = _counted(system.submit, len(requests)) if progress else system.submit
     for request in requests:
-        loop.at(request.arrival, lambda request=request: system.submit(request))
+        loop.at(request.arrival, lambda request=request: submit(request))
     started = time.perf_counter()
     loop.run()
+    if progress:
+        submit.bar.close()
     log.info("%s: %d requests on %s simulated in %.2f s", config.system, len(requests), model.name,
              time.perf_counter() - started)
     unfinished = [r.id for r in requests if not r.done]
@@ -173,6 +179,20 @@ def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:
 
 # Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).
 MAX_SPAN_S = 1e7
+
+
+def _counted(submit, total: int):
+    """`submit`, counting each request on a progress bar (`.bar`), shown only when stderr is a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="request", desc="arrived", disable=None, file=sys.stderr)
+
+    def counted(request: Request) -> None:
+        bar.update()
+        submit(request)
+
+    counted.bar = bar
+    return counted
 
 
 def _from_first_arrival(requests: list[Request]) -> list[Request]:

@@ -1,6 +1,8 @@
 """Trace formats: each public project's columns read in its own time unit, no silent t = 0, named traces shipped
 as package data, and tiling a trace at its own rate."""
+import io
 import json
+import sys
 
 import pytest
 
@@ -112,9 +114,10 @@ def test_named_traces_are_shipped_with_their_licence_and_citation() -> None:
     conv, code = Trace("azure-conv-2023").generate(), Trace("azure-code-2023").generate()
     assert (len(conv), len(code)) == (19366, 8819)               # the row counts the dataset's files have
     assert 55 * 60 < conv[-1].arrival - conv[0].arrival < 60 * 60   # one hour of one service
-    day = Trace("azure-conv-2023", repeat=24).generate()
-    assert len(day) == 24 * 19366 and len({r.id for r in day}) == len(day)
-    assert 23 * 3600 < day[-1].arrival - day[0].arrival < 24 * 3600
+    two = Trace("azure-conv-2023", repeat=2).generate()          # 24 copies make the documented day
+    assert len(two) == 2 * 19366 and len({r.id for r in two}) == len(two)
+    period = two[19366].arrival - two[0].arrival
+    assert 23 * 3600 < 24 * period < 24 * 3600
 
 
 def run(argv, capsys) -> tuple[int, str]:
@@ -143,3 +146,20 @@ def test_cli_refuses_a_trace_without_an_arrival_column_and_writes_nothing(tmp_pa
     code, _ = run(["simulate", "--system", "chunked", "--model", "llama2-70b", "--trace", str(trace), "--arrivals",
                    "none", "--no-plots", "--out", str(out)], capsys)
     assert code == 0 and json.loads((out / "config.json").read_text())["workload"]["arrivals"] == "none"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_counts_every_arrival_on_a_terminal_and_changes_nothing(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_len,output_len\n" + "".join(f"{0.5 * i},256,4\n" for i in range(7)))
+    config = SimulationConfig("chunked", "llama2-70b", Trace(str(path)))
+    quiet = simulate(config)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    shown = simulate(config, progress=True)
+    assert "arrived" in terminal.getvalue() and "7/7" in terminal.getvalue()
+    assert [r.token_times for r in shown.requests] == [r.token_times for r in quiet.requests]

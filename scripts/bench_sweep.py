@@ -85,9 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 0:
         parser.error("--workers must be >= 0")
+    with tempfile.TemporaryDirectory(prefix="bench_sweep-") as folder:    # the SPEC and the --faults sweeps
+        return bench(args, Path(folder))
+
+
+def bench(args, folder: Path) -> int:
+    """The measurements of `main`, their files in `folder`."""
     from basedie.sweep import Cluster
 
-    folder = Path(tempfile.mkdtemp(prefix="bench_sweep-"))
     spec, points = grid(args.points, folder)
     options = [p.options for p in points]
     failed = []

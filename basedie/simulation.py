@@ -38,7 +38,7 @@ def run(args) -> int:
 
     try:
         # Everything is checked and simulated before the first file is written.
-        config, result = simulation(args)
+        config, result = simulation(args, progress=True)
         out = args.out or SIMULATE_ROOT / folder_name(args, config)
         report.check_destination(out)
     except (ConfigError, StaleTableError) as error:
@@ -74,13 +74,14 @@ def simulation_config(args):
         raise UsageError(str(error)) from None
 
 
-def simulation(args, table=None):
+def simulation(args, table=None, progress: bool = False):
     """(SimulationConfig, Result) of parsed `simulate` options: the one path of `basedie simulate` and of every
-    `basedie sweep` point. `table`: the verified figures (default: loaded and checked on every call)."""
+    `basedie sweep` point. `table`: the verified figures (default: loaded and checked on every call); `progress`:
+    a bar of the requests arrived on a terminal."""
     from sysmodel.simulate import simulate
 
     config = simulation_config(args)
-    return config, simulate(config, table)
+    return config, simulate(config, table, progress)
 
 
 def folder_name(args, config) -> str:
@@ -106,7 +107,8 @@ def folder_name(args, config) -> str:
     if args.trace is not None:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.system}{system[len(args.system):]}-"
                                                   f"{config.model.name.lower()}-trace-{Path(args.trace).stem}"
-                                                  f"-b{config.max_batch}")
+                                                  f"{'-x%d' % args.trace_repeat if args.trace_repeat else ''}"
+                                                  f"{'-t0' if args.arrivals == 'none' else ''}-b{config.max_batch}")
     lengths = f"r{w.requests}-b{config.max_batch}-in{w.input_len}-out{w.output_len}"
     workload = (f"fixed-{lengths}" if args.qps is None
                 else f"qps{w.qps:g}-{lengths}-cv{0.1 if args.length_cv is None else args.length_cv:g}-seed{w.seed}"

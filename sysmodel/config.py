@@ -85,7 +85,10 @@ def _workload(args: argparse.Namespace, values: dict):
         clash = [f for f in ("qps", "requests", "length_cv", *SYNTHETIC_FLAGS) if getattr(args, f) is not None]
         if clash:
             raise ConfigError(f"--{clash[0].replace('_', '-')} does not apply to --trace (the trace sets it)")
-        return Trace(args.trace)
+        return Trace(args.trace, args.arrivals or "trace", 1 if args.trace_repeat is None else args.trace_repeat)
+    trace_flags = [f for f in ("arrivals", "trace_repeat") if getattr(args, f) is not None]
+    if trace_flags:
+        raise ConfigError(f"--{trace_flags[0].replace('_', '-')} applies to --trace only")
     if not synthetic:
         if args.qps is None:
             return FixedBatch(args.batch if args.requests is None else args.requests, args.input_len, args.output_len)
@@ -191,8 +194,12 @@ class SimulationConfig:
                               "spread, see sysmodel/workload.py)", metavar="X", type=float),
         Option("--seed", "random seed of the Poisson arrivals and lengths (default 0)", metavar="N", type=int,
                default=0),
-        Option("--trace", "replay a CSV/JSONL trace (arrival s, prompt tokens, output tokens per row)",
-               metavar="FILE"),
+        Option("--trace", "replay a CSV/JSONL/JSON trace in a public format (docs/traces.md) or a shipped one: "
+                          "azure-conv-2023, azure-code-2023", metavar="FILE|NAME"),
+        Option("--arrivals", "with --trace: trace (default: its arrival column, required) or none (every request at "
+                             "t = 0)", choices=("trace", "none")),
+        Option("--trace-repeat", "with --trace: play it N times end to end at its mean rate (24 x an hour = a day)",
+               metavar="N", type=int),
         Option("--arrival-cv", "with --qps: Gamma inter-arrivals with this coefficient of variation (1 = Poisson)",
                metavar="X", type=float),
         *_lengths(), read=_workload))

@@ -5,6 +5,7 @@ lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and 
 is an error, not a row of nulls."""
 import logging
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -30,8 +31,10 @@ class Result:
     temperatures: list[tuple] = field(default_factory=list)   # (s, GPU, HBM, HBF C, throttle state) with HBF
 
 
-def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
-    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
+def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None,
+             progress: bool = False) -> Result:
+    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale); `progress`
+    shows the requests arrived so far as a bar on a terminal's stderr (a long trace replay runs for minutes)."""
     setting = resolve(config, table)
     spec, model, hardware, layout, decode_hardware = (setting.spec, setting.model, setting.hardware, setting.layout,
                                                       setting.decode_hardware)
@@ -39,10 +42,13 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     loop = EventLoop()
     system = build(config.system, setting, loop, spec)
     requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
+    submit = _counted(system.submit, len(requests)) if progress else system.submit
     for request in requests:
-        loop.at(request.arrival, lambda request=request: system.submit(request))
+        loop.at(request.arrival, lambda request=request: submit(request))
     started = time.perf_counter()
     loop.run()
+    if progress:
+        submit.bar.close()
     log.info("%s: %d requests on %s simulated in %.2f s", config.system, len(requests), model.name,
              time.perf_counter() - started)
     unfinished = [r.id for r in requests if not r.done]
@@ -121,6 +127,20 @@ def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:
 
 # Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).
 MAX_SPAN_S = 1e7
+
+
+def _counted(submit, total: int):
+    """`submit`, counting each request on a progress bar (`.bar`), shown only when stderr is a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="request", desc="arrived", disable=None, file=sys.stderr)
+
+    def counted(request: Request) -> None:
+        bar.update()
+        submit(request)
+
+    counted.bar = bar
+    return counted
 
 
 def _from_first_arrival(requests: list[Request]) -> list[Request]:

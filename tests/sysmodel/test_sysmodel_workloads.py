@@ -34,7 +34,9 @@ def test_jsonl_trace_and_its_errors(tmp_path) -> None:
     for text, message in (('{"arrival_s": 0, "prompt_tokens": 0, "output_tokens": 2}', "row 1, prompt_tokens"),
                           ('{"arrival_s": -1, "prompt_tokens": 3, "output_tokens": 2}', "arrival must be"),
                           ('{"arrival_s": 0, "prompt_tokens": 2.5, "output_tokens": 2}', "integer >= 1"),
-                          ('{"t": 0, "prompt_tokens": 3}', "no column output_len"), ("[1]", "not a JSON object")):
+                          ('{"t": 0, "prompt_tokens": 3}', "columns t, prompt_tokens are no known trace format"),
+                          ('{"t": 0, "prompt_tokens": 3, "output_tokens": 2}', "no arrival column arrival_s"),
+                          ("[1]", "item 1: not a JSON object")):
         path.write_text(text + "\n")
         with pytest.raises(ConfigError, match=message):
             Trace(str(path)).generate()

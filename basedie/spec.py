@@ -22,7 +22,8 @@ from pathlib import Path
 
 from sysmodel.errors import ConfigError
 
-from .cli import UsageError, _simulation_config
+from .errors import UsageError
+from .simulation import simulation_config
 
 RANGE_KEYS = {"start", "stop", "step", "num", "spacing"}
 NOT_SWEPT = {"out", "help"}     # the sweep writes one table, not a folder per point
@@ -64,7 +65,7 @@ class Spec:
                 settings.update(values)
             options = tuple(option for key in sorted(settings) for option in _options(parser, key, settings[key]))
             try:  # a bad value (--batch x, an unknown --hw field, a flag the system ignores) is the SPEC's fault
-                _simulation_config(parser.parse_args(options))
+                simulation_config(parser.parse_args(options))
             except (UsageError, ConfigError) as error:
                 raise UsageError(f"point {shlex.join(options)}: {error}") from None
             labels = {axis.name: label for axis, (_, label) in zip(self.axes, combination)}

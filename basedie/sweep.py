@@ -1,7 +1,7 @@
 """`basedie sweep`: many `basedie simulate` runs over a grid (`basedie.spec`), in batches on Dask workers, into one
 tidy table.
 
-Every point is parsed by `simulate`'s own parser and run by `cli.simulation`, the function `basedie simulate`
+Every point is parsed by `simulate`'s own parser and run by `simulation.simulation`, the function `basedie simulate`
 runs. Points go to the workers in batches, since a Dask task costs about 1 ms and a small simulation 5–70 ms. Each
 finished batch is saved at once as a part file in DIR/parts; the table, the hardware file and the plots are
 derived from the parts at the end, so an interrupted sweep resumes with the points it had not finished (points
@@ -20,7 +20,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .cli import UsageError, simulate_parser, simulation
+from .errors import UsageError
+from .simulation import simulate_parser, simulation
 from .spec import Point, Spec
 
 OUTPUTS = ("points.parquet", "points.csv", "hardware.json", "spec.toml", "parts", "plots")

@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         best, result = float("inf"), None
         for _ in range(args.repeat):
             start = time.perf_counter()
-            result = simulate(SimulationConfig(system, args.model, workload, hardware, perf_model=args.perf_model,
+            result = simulate(SimulationConfig(system=system, model=args.model, workload=workload, hardware=hardware,
+                                               perf_model=args.perf_model,
                                                memory=args.memory), table)
             best = min(best, time.perf_counter() - start)
         tokens = sum(r.output_len for r in result.requests)

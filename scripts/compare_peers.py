@@ -232,7 +232,8 @@ def ours_latencies(peer: Peer, trace: Path, perf: str) -> dict[str, np.ndarray]:
     from sysmodel.traces import Trace
 
     hardware = replace(PRESETS[peer.hardware], gpus=peer.gpus)
-    result = simulate(SimulationConfig(peer.system, peer.model, Trace(str(trace)), hardware=hardware, max_batch=512,
+    result = simulate(SimulationConfig(system=peer.system, model=peer.model, workload=Trace(str(trace)),
+                                       hardware=hardware, max_batch=512,
                                        chunk_tokens=peer.chunk_tokens, perf_model=perf))
     return {"ttft": np.array([r["ttft_s"] for r in result.rows]),
             "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows]),

@@ -28,7 +28,8 @@ from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
 from sysmodel.errors import ConfigError
 from sysmodel.perf import ALL_REDUCE_MODELS, PERF_MODELS, perf_model
-from sysmodel.simulate import Result, SimulationConfig, resolve_hardware
+from sysmodel.config import resolve_hardware
+from sysmodel.simulate import Result, SimulationConfig
 from sysmodel.workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
 # The paper's three models (§6.1) and the systems of Figs. 11/12 (§6.1 baselines).
@@ -188,7 +189,8 @@ def poisson(qps: float, requests: int) -> PoissonArrivals:
 
 
 def estimate_config(model: str) -> SimulationConfig:
-    return SimulationConfig("duopd", model, FixedBatch(16, LATENCY_INPUT, LATENCY_OUTPUT), max_batch=16)
+    return SimulationConfig(system="duopd", model=model, workload=FixedBatch(16, LATENCY_INPUT, LATENCY_OUTPUT),
+                            max_batch=16)
 
 
 def qps_estimate(model: str) -> float:
@@ -232,11 +234,12 @@ def latency_sweep(figure: str, models: Sequence[str], systems: Sequence[str], mu
     at which p50 TTFT reaches `KNEE_FACTOR` x its lowest-QPS value)."""
     rows = []
     prefetch(estimate_config(model) for model in models)
-    prefetch(SimulationConfig(system, model, poisson(m * qps_estimate(model), requests))
+    prefetch(SimulationConfig(system=system, model=model, workload=poisson(m * qps_estimate(model), requests))
              for model, system, m in product(models, systems, multiples))
     for model, system in product(models, systems):
         estimate = qps_estimate(model)
-        runs = [run(SimulationConfig(system, model, poisson(m * estimate, requests))) for m in multiples]
+        runs = [run(SimulationConfig(system=system, model=model,
+                                     workload=poisson(m * estimate, requests))) for m in multiples]
         ok = [(r.config.workload.qps, metric(r, "ttft_s", "p50")) for r in runs if r.result]
         knee = qps_at_ttft_multiple(*zip(*ok), factor=KNEE_FACTOR) if len(ok) > 1 else math.nan
         rows += [row(r, figure=figure, qps_multiple=m, ttft_p50_s=metric(r, "ttft_s", "p50"),
@@ -271,7 +274,7 @@ def latency_plot(path: Path, rows: Sequence[dict], models: Sequence[str], system
 def fig11(scale: Scale, out: Path) -> list[Claim]:
     """Throughput (requests/s) of every system per model, input, output and batch; normalized to PD 1:1."""
     grid = list(product(MODELS, scale.inputs, scale.outputs, scale.batches))
-    configs = {(m, s, i, o, b): SimulationConfig(s, m, FixedBatch(b, i, o), max_batch=b)
+    configs = {(m, s, i, o, b): SimulationConfig(system=s, model=m, workload=FixedBatch(b, i, o), max_batch=b)
                for (m, i, o, b), s in product(grid, COMPARED)}
     prefetch(configs.values())
     runs = {k: run(c) for k, c in configs.items()}
@@ -372,13 +375,15 @@ def fig9(scale: Scale, out: Path, load: float = FIG9_LOAD) -> list[Claim]:
     GPU keeps prefilling."""
     rows = []
     prefetch(estimate_config(model) for model in MODELS)
-    prefetch([SimulationConfig("duopd", model, poisson(load * qps_estimate(model), scale.requests), mmu_policy=p)
+    prefetch([SimulationConfig(system="duopd", model=model,
+                               workload=poisson(load * qps_estimate(model), scale.requests), mmu_policy=p)
               for model, p in product(MODELS, POLICIES)]
-             + [SimulationConfig("duopd", "GPT3-175B", w, mmu_policy=p, max_batch=TBT_BATCH)
+             + [SimulationConfig(system="duopd", model="GPT3-175B", workload=w, mmu_policy=p, max_batch=TBT_BATCH)
                 for w, p in product((FIG9_TBT, FIG9_TBT_BATCH16), POLICIES)])
     for model in MODELS:
         qps = load * qps_estimate(model)
-        runs = {p: run(SimulationConfig("duopd", model, poisson(qps, scale.requests), mmu_policy=p)) for p in POLICIES}
+        runs = {p: run(SimulationConfig(system="duopd", model=model, workload=poisson(qps, scale.requests),
+                                        mmu_policy=p)) for p in POLICIES}
         base = runs["prefill-first"]
         rows += [row(r, figure="fig9", study="policy-latency", ttft_p50_s=metric(r, "ttft_s", "p50"),
                      tpot_p50_s=metric(r, "tpot_s", "p50"),
@@ -389,7 +394,8 @@ def fig9(scale: Scale, out: Path, load: float = FIG9_LOAD) -> list[Claim]:
     tbt_studies = (("tbt-issue-workload", FIG9_TBT, None), ("tbt-batch16", FIG9_TBT_BATCH16, TBT_BATCH))
     for study, workload, batch in tbt_studies:
         for policy in POLICIES:
-            r = run(SimulationConfig("duopd", "GPT3-175B", workload, mmu_policy=policy, max_batch=TBT_BATCH))
+            r = run(SimulationConfig(system="duopd", model="GPT3-175B", workload=workload, mmu_policy=policy,
+                                     max_batch=TBT_BATCH))
             gaps = (tbt_at_batch(r.result, batch) if batch else time_between_tokens(r.result.requests)) \
                 if r.result else np.array([])
             batches = list(decode_batches(r.result).values()) if r.result else [math.nan]
@@ -478,10 +484,11 @@ def fig15(scale: Scale, out: Path) -> list[Claim]:
     each against its own peak (DuoPD: 8 GPUs' FLOP/s and all 64 stacks' bandwidth, GPU and PNM bytes together;
     a PD instance: its 4 GPUs and their 32 stacks), over the run's makespan."""
     rows, util = [], {}
-    prefetch(SimulationConfig(s, m, FIG15_WORKLOAD, max_batch=16) for m, s in product(MODELS, ("duopd", "pd-1:1")))
+    prefetch(SimulationConfig(system=s, model=m, workload=FIG15_WORKLOAD,
+                              max_batch=16) for m, s in product(MODELS, ("duopd", "pd-1:1")))
     for model in MODELS:
-        duopd = run(SimulationConfig("duopd", model, FIG15_WORKLOAD, max_batch=16))
-        pd = run(SimulationConfig("pd-1:1", model, FIG15_WORKLOAD, max_batch=16))
+        duopd = run(SimulationConfig(system="duopd", model=model, workload=FIG15_WORKLOAD, max_batch=16))
+        pd = run(SimulationConfig(system="pd-1:1", model=model, workload=FIG15_WORKLOAD, max_batch=16))
         prefill, decode = server_utilization(pd, "prefill instance"), server_utilization(pd, "decode instance")
         util[model] = {"duopd": (metric(duopd, "utilization", "gpu_compute"),
                                  metric(duopd, "utilization", "hbm_bandwidth")),
@@ -532,7 +539,8 @@ def fig15(scale: Scale, out: Path) -> list[Claim]:
 def fig16(scale: Scale, out: Path) -> list[Claim]:
     """GPT3-175B energy, DuoPD vs PD 1:1, split into prefill (servers named "prefill…") and decode (the rest: the
     decode server and, for PD, the NVLink KV transfer the paper counts against decoding, §6.7)."""
-    configs = {(o, s): SimulationConfig(s, "GPT3-175B", FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16)
+    configs = {(o, s): SimulationConfig(system=s, model="GPT3-175B",
+                                        workload=FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16)
                for o, s in product(FIG16_OUTPUTS, ("pd-1:1", "duopd"))}
     prefetch(configs.values())
     runs = {k: run(c) for k, c in configs.items()}

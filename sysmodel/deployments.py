@@ -2,37 +2,65 @@
 instances behind a router (`colocated:NxT:SCHEDULER:ROUTER`), on top of the named systems of `systems`.
 
 - `pd:2x4+1x4`: 2 prefill instances of TP 4 and 1 decode instance of TP 4 (the `pd-1:1` / `pd-3:1` wiring).
-- `colocated:4x2:sarathi:least-tokens`: 4 instances of TP 2, each prefilling and decoding; schedulers
-  `sarathi` (chunked prefill, `chunk_tokens` prompt tokens per iteration, mixed with decoding), `vllm`
-  (whole prompts up to the token budget first, no mixed batches), `orca` (whole prompts, mixed); routers
-  `round-robin` and `least-tokens` (the instance with the fewest prompt + output tokens still to produce).
+- `colocated:4x2:sarathi:least-tokens`: 4 instances of TP 2, each prefilling and decoding, batched by a scheduler
+  of `SCHEDULERS`, requests spread by a router of `ROUTERS` (each one registration line).
 """
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
+from typing import ClassVar
 
-from .engine import EventLoop, Request
+from .engine import Request
 from .errors import ConfigError, require
 from .operators import Shard
+from .registry import Registry
 from .servers import MixedServer
-from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, build as build_named, gpu_execution, kv_pool
-
-SCHEDULERS = {"sarathi": (False, True), "vllm": (True, False), "orca": (True, True)}   # whole prompts, mixed
-ROUTERS = ("round-robin", "least-tokens")
+from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, System, gpu_execution, kv_pool
 
 
 @dataclass(frozen=True)
-class Colocated:
+class Scheduler:
+    """How a colocated instance batches: `whole_prompts` prefills whole prompts up to the token budget (else
+    `chunk_tokens` per iteration); `mixed` puts prompts and decoding in one batch."""
+    whole_prompts: bool
+    mixed: bool
+
+
+SCHEDULERS: Registry[Scheduler] = Registry("scheduler")
+SCHEDULERS.register("sarathi", Scheduler(whole_prompts=False, mixed=True),
+                    "chunked prefill: `chunk_tokens` prompt tokens per iteration, mixed with decoding")
+SCHEDULERS.register("vllm", Scheduler(whole_prompts=True, mixed=False),
+                    "whole prompts up to the token budget first, no mixed batches")
+SCHEDULERS.register("orca", Scheduler(whole_prompts=True, mixed=True), "whole prompts, mixed with decoding")
+
+# A router picks the instance of a new request from the tokens each has still to produce and the request's turn.
+Router = Callable[[list[int], int], int]
+ROUTERS: Registry[Router] = Registry("router")
+ROUTERS.register("round-robin", lambda outstanding, turn: turn % len(outstanding), "instances in turn")
+ROUTERS.register("least-tokens", lambda outstanding, turn: min(range(len(outstanding)),
+                                                               key=lambda i: (outstanding[i], i)),
+                 "the instance with the fewest prompt + output tokens still to produce")
+
+
+@dataclass(frozen=True)
+class Colocated(System):
     instances: int
     tp: int
     scheduler: str = "sarathi"
     router: str = "round-robin"
+    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
+    one_kv_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         require(self.instances >= 1 and self.tp >= 1, "colocated: instances and TP must be >= 1")
-        require(self.scheduler in SCHEDULERS,
-                f"unknown scheduler {self.scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
-        require(self.router in ROUTERS, f"unknown router {self.router!r}; choose one of {', '.join(ROUTERS)}")
+        SCHEDULERS.lookup(self.scheduler)
+        ROUTERS.lookup(self.router)
+
+    def build(self, setting: Setting, built: ServingSystem) -> None:
+        require(setting.layout is None or setting.layout.weights != "hbf",
+                f"weights in HBF are not modelled for colocated deployments ({built.name})")
+        _colocated_instances(self, setting, built)
 
 
 PD = re.compile(r"pd:(\d+)x(\d+)\+(\d+)x(\d+)")
@@ -54,22 +82,11 @@ def parse(system: str) -> Disaggregated | Colocated:
                       f"(e.g. pd:2x4+1x4) or colocated:NxT[:{'|'.join(SCHEDULERS)}[:{'|'.join(ROUTERS)}]]")
 
 
-def build(system: str, setting: Setting, loop: EventLoop) -> ServingSystem:
-    spec = parse(system)
-    if not isinstance(spec, Colocated):
-        return build_named(system, setting, loop, spec)
-    require(setting.layout is None or setting.layout.weights != "hbf",
-            f"weights in HBF are not modelled for colocated deployments ({system})")
-    built = ServingSystem(loop, system)
-    _colocated_instances(spec, setting, built)
-    return built
-
-
 def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem) -> None:
     hw, loop = setting.hardware, built.loop
     require(spec.instances * spec.tp <= hw.gpus,
             f"{built.name} needs {spec.instances * spec.tp} GPUs, the hardware has {hw.gpus}")
-    shard, whole, mixed = Shard(setting.model, spec.tp), *SCHEDULERS[spec.scheduler]
+    shard, scheduler, router = Shard(setting.model, spec.tp), SCHEDULERS[spec.scheduler], ROUTERS[spec.router]
     cost = gpu_execution(setting, shard).cost
     outstanding = [0] * spec.instances          # prompt + output tokens routed and not yet finished
 
@@ -83,15 +100,13 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
         loop, f"instance{i}", cost,
         built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
                       spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w, hw.gpu.stack.energy_per_byte),
-        kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.max_batch, chunk_tokens=setting.chunk,
-        finished=finisher(i), whole_prompts=whole, mixed=mixed) for i in range(spec.instances)]
+        kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.config.max_batch,
+        chunk_tokens=setting.chunk, finished=finisher(i), whole_prompts=scheduler.whole_prompts,
+        mixed=scheduler.mixed) for i in range(spec.instances)]
     turns = count()
 
     def submit(request: Request) -> None:
-        if spec.router == "round-robin":
-            index = next(turns) % spec.instances
-        else:
-            index = min(range(spec.instances), key=lambda i: (outstanding[i], i))
+        index = router(outstanding, next(turns))
         outstanding[index] += request.input_len + request.output_len
         servers[index].submit(request)
     built.submit = submit

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, require
+from .registry import Registry
 
 BYTES_PER_VALUE = 2  # FP16 weights, activations and KV cache
 
@@ -127,7 +128,9 @@ def _key(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
-MODEL_PRESETS = {_key(m.name): m for m in PRESET_MODELS}
+MODEL_PRESETS: Registry[LLM] = Registry("model", key=_key)
+for _preset in PRESET_MODELS:
+    MODEL_PRESETS.register(_preset.name, _preset)
 
 
 def _get(config: dict, *keys: str, default: int | None = None) -> int:
@@ -170,13 +173,13 @@ def from_config(config: dict, name: str) -> LLM:
 
 def resolve_model(spec: str) -> LLM:
     """A preset name (case and punctuation ignored), or a Hugging Face `config.json` or the model folder holding it."""
-    if _key(spec) in MODEL_PRESETS:
-        return MODEL_PRESETS[_key(spec)]
+    if spec in MODEL_PRESETS:
+        return MODEL_PRESETS[spec]
     path = Path(spec)
     if path.is_dir():
         path = path / "config.json"
     if not path.is_file():
-        raise ConfigError(f"unknown model {spec!r}: not a preset ({', '.join(m.name for m in MODEL_PRESETS.values())})"
+        raise ConfigError(f"unknown model {spec!r}: not a preset ({', '.join(MODEL_PRESETS)})"
                           f" and not a config.json file")
     try:
         config = json.loads(path.read_text())

@@ -25,6 +25,7 @@ can overlap the tensor-parallel all-reduces with compute (`overlap`: a layer tak
 import bisect
 import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,7 @@ from .hardware import GPU, Link
 from .llm import BYTES_PER_VALUE
 from .operators import Op, Shard, ring_all_reduce_s
 from .presets import GPU_PRESETS
+from .registry import Registry
 
 PROFILES = Path(__file__).parent / "data" / "profiles"
 MS = 1e-3
@@ -326,7 +328,36 @@ class Profiled:
                         + ring_all_reduce_s(nbytes, parties, link_bandwidth))
 
 
-PERF_MODELS = ("roofline", "measured", "roofline-efficiency")
+def _roofline(gpu: GPU, all_reduce: str, link: Link | None, overlap: bool) -> PerfModel:
+    if all_reduce == "bandwidth":
+        return Roofline(overlap=overlap) if overlap else ROOFLINE
+    return Roofline(all_reduce=AlphaBeta(link, nvls=all_reduce == "nvls" and link.nvls), overlap=overlap)
+
+
+def _profiled() -> dict[str, str]:
+    """GPU name → the profile measured on it."""
+    return {GPU_PRESETS[preset].name: profile for profile, preset in PROFILED_GPUS.items()}
+
+
+def _measured(gpu: GPU, all_reduce: str, link: Link | None, overlap: bool) -> PerfModel:
+    profiled = _profiled()
+    if gpu.name not in profiled:
+        raise ConfigError(f"no measured profile for {gpu.name} (measured: {', '.join(profiled)}); "
+                          f"use --perf-model roofline-efficiency")
+    return Profiled(load_profile(profiled[gpu.name]), exact=True, overlap=overlap)
+
+
+def _roofline_efficiency(gpu: GPU, all_reduce: str, link: Link | None, overlap: bool) -> PerfModel:
+    nearest = _profiled().get(gpu.name) or ("a100" if gpu.name.startswith("A100") else "h100")
+    return Profiled(load_profile(nearest), exact=False, name="roofline-efficiency", overlap=overlap)
+
+
+# A performance model is a factory (gpu, all-reduce model, link, overlap) -> PerfModel, registered by name.
+PERF_MODELS: Registry[Callable[[GPU, str, Link | None, bool], PerfModel]] = Registry("performance model")
+PERF_MODELS.register("roofline", _roofline, "each operator at the larger of its compute and memory time")
+PERF_MODELS.register("measured", _measured, "interpolated public kernel profiles of the GPU (A100, H100)")
+PERF_MODELS.register("roofline-efficiency", _roofline_efficiency,
+                     "the roofline scaled by the nearest profiled GPU's achieved efficiencies")
 
 
 def perf_model(name: str, gpu: GPU, all_reduce: str = "bandwidth", link: Link | None = None,
@@ -338,17 +369,4 @@ def perf_model(name: str, gpu: GPU, all_reduce: str = "bandwidth", link: Link | 
     if all_reduce != "bandwidth" and name != "roofline":
         raise ConfigError(f"--allreduce {all_reduce} applies to --perf-model roofline; {name} takes its "
                           f"all-reduces from the measured profiles")
-    if name == "roofline":
-        if all_reduce == "bandwidth":
-            return Roofline(overlap=overlap) if overlap else ROOFLINE
-        return Roofline(all_reduce=AlphaBeta(link, nvls=all_reduce == "nvls" and link.nvls), overlap=overlap)
-    profiled = {GPU_PRESETS[preset].name: profile for profile, preset in PROFILED_GPUS.items()}
-    if name == "measured":
-        if gpu.name not in profiled:
-            raise ConfigError(f"no measured profile for {gpu.name} (measured: {', '.join(profiled)}); "
-                              f"use --perf-model roofline-efficiency")
-        return Profiled(load_profile(profiled[gpu.name]), exact=True, overlap=overlap)
-    if name == "roofline-efficiency":
-        nearest = profiled.get(gpu.name) or ("a100" if gpu.name.startswith("A100") else "h100")
-        return Profiled(load_profile(nearest), exact=False, name=name, overlap=overlap)
-    raise ConfigError(f"unknown performance model {name!r}; choose one of {', '.join(PERF_MODELS)}")
+    return PERF_MODELS.lookup(name)(gpu, all_reduce, link, overlap)

@@ -1,7 +1,7 @@
 """Real-system hardware presets (`--hardware NAME`): data-centre GPUs with their HBM and NVLink generation.
 
-A dict name → `Hardware`, merged with `hardware.HARDWARE_PRESETS` (the paper's machine) by
-`simulate.resolve_hardware`; `--hw FIELD=VALUE` overrides any field on top. Every machine is one 8-GPU server
+The registry `PRESETS` (name → `Hardware`, any case), the paper's machine first, read by `config.resolve_hardware`
+and the CLI's help; `--hw FIELD=VALUE` overrides any field on top. Every machine is one 8-GPU server
 (HGX/DGX baseboard) unless `gpus` is overridden. Numbers come from NVIDIA's datasheets named per line;
 dense FP16/BF16 tensor FLOP/s is half the "with sparsity" figure the datasheets headline.
 
@@ -15,6 +15,7 @@ from dataclasses import replace
 from .hardware import (A100_CORES, A100_PCIE_40GB, GPU, NVLINK5, PAPER_HARDWARE, PAPER_PNM, Hardware, Link,
                        SMBandwidthCurve)
 from .memory import GB, HBM4_STACK, MemoryTier
+from .registry import Registry
 
 # No public bandwidth-vs-SM measurement for these GPUs: bandwidth is taken as reachable by any SM share
 # (only the SM-partition systems read this curve).
@@ -79,11 +80,11 @@ GPU_PRESETS = {
                 stack=_stack("HBM3e stack", 8, 180 * GB, 7.7e12)),
 }
 
-PRESETS: dict[str, Hardware] = {
-    "a100-sxm4-80gb": Hardware(GPU_PRESETS["a100-sxm4-80gb"], 8, NVLINK3, PAPER_PNM, network=HDR),
-    "a100-pcie-40gb": Hardware(GPU_PRESETS["a100-pcie-40gb"], 8, PCIE4, PAPER_PNM, network=HDR),
-    "h100-sxm5-80gb": Hardware(GPU_PRESETS["h100-sxm5-80gb"], 8, NVLINK4, PAPER_PNM, network=NDR),
-    "h200": Hardware(GPU_PRESETS["h200"], 8, NVLINK4, PAPER_PNM, network=NDR),
-    "b200": Hardware(GPU_PRESETS["b200"], 8, NVLINK5_HGX, PAPER_PNM, network=NDR),
-    "gb300": PAPER_HARDWARE,        # the DuoPD paper's GB300-class machine with HBM4 (§6.1)
-}
+PRESETS: Registry[Hardware] = Registry("hardware", key=str.lower)
+PRESETS.register("paper", PAPER_HARDWARE, "the DuoPD paper's machine (§6.1)")
+PRESETS.register("a100-sxm4-80gb", Hardware(GPU_PRESETS["a100-sxm4-80gb"], 8, NVLINK3, PAPER_PNM, network=HDR))
+PRESETS.register("a100-pcie-40gb", Hardware(GPU_PRESETS["a100-pcie-40gb"], 8, PCIE4, PAPER_PNM, network=HDR))
+PRESETS.register("h100-sxm5-80gb", Hardware(GPU_PRESETS["h100-sxm5-80gb"], 8, NVLINK4, PAPER_PNM, network=NDR))
+PRESETS.register("h200", Hardware(GPU_PRESETS["h200"], 8, NVLINK4, PAPER_PNM, network=NDR))
+PRESETS.register("b200", Hardware(GPU_PRESETS["b200"], 8, NVLINK5_HGX, PAPER_PNM, network=NDR))
+PRESETS.register("gb300", PAPER_HARDWARE, "the DuoPD paper's GB300-class machine with HBM4 (§6.1)")

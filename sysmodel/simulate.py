@@ -5,46 +5,21 @@ lose the resolution of a token time: a double near 1e12 s resolves 0.1 ms), and 
 is an error, not a row of nulls."""
 import logging
 import math
+import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 from basedie import verified
-from .arbitration import POLICIES
-from .deployments import Colocated, build, parse
+from .config import SimulationConfig, resolve
 from .engine import EventLoop, Request
 from .execution import pnm_entries, vector_entries
 from .errors import ConfigError, require
-from .hardware import HARDWARE_PRESETS, Hardware
-from .hbf.layout import Layout, resolve_layout
 from .hbf.media import PROVENANCE
-from .hbf.service import HBFOptions
-from .llm import LLM, resolve_model
 from .metrics import request_row, summarize
-from .presets import PRESETS
-from .quantized import Quantization, dqb_entry
-from .systems import Disaggregated, Setting
-from .workload import FixedBatch, PoissonArrivals
+from .quantized import dqb_entry
+from .systems import Setting, build
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SimulationConfig:
-    system: str
-    model: str | LLM
-    workload: FixedBatch | PoissonArrivals
-    hardware: str | Hardware = "paper"
-    mmu_policy: str = "prefill-first"
-    max_batch: int = 16
-    chunk_tokens: int | None = None
-    quantization: Quantization = Quantization()
-    perf_model: str = "roofline"
-    memory: str | Layout = "hbm"         # hbm, A, B, C or a layout file (docs/design/hbf.md)
-    hbf: HBFOptions = HBFOptions()
-    all_reduce: str = "bandwidth"        # bandwidth, alpha-beta or nvls (`sysmodel.perf`)
-    overlap: bool = False                # all-reduces overlapped with compute
-    decode_hardware: str | Hardware | None = None    # PD only: the decode pool's machine
-    shared_prefix_tokens: int = 0        # every prompt starts with the same N tokens, their KV stored once
 
 
 @dataclass
@@ -56,44 +31,24 @@ class Result:
     temperatures: list[tuple] = field(default_factory=list)   # (s, GPU, HBM, HBF C, throttle state) with HBF
 
 
-def resolve_hardware(spec: str | Hardware) -> Hardware:
-    """A `Hardware`, or a preset name (any case): the paper's machine or a real system (`presets.PRESETS`)."""
-    if isinstance(spec, Hardware):
-        return spec
-    known = HARDWARE_PRESETS | PRESETS
-    if spec.lower() not in known:
-        raise ConfigError(f"unknown hardware {spec!r}; choose one of {', '.join(known)}")
-    return known[spec.lower()]
-
-
-def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None) -> Result:
-    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale)."""
-    spec = parse(config.system)
-    require(config.mmu_policy in POLICIES,
-            f"unknown MMU policy {config.mmu_policy!r}; choose one of {', '.join(POLICIES)}")
-    model = config.model if isinstance(config.model, LLM) else resolve_model(config.model)
-    hardware = resolve_hardware(config.hardware)
-    layout = config.memory if isinstance(config.memory, Layout) else resolve_layout(config.memory)
-    if layout is not None:
-        if config.hbf.frame_cache_gib is not None:
-            layout = replace(layout, frame_cache_gib=config.hbf.frame_cache_gib)
-        hardware = layout.hardware(hardware)
-    decode_hardware = None if config.decode_hardware is None else resolve_hardware(config.decode_hardware)
-    require(decode_hardware is None or isinstance(spec, Disaggregated),
-            f"a decode pool on other hardware applies to PD deployments (pd, pd:PxT+DxU), not {config.system}")
-    require(decode_hardware is None or layout is None, "HBF layouts with a separate decode machine are not modelled")
-    setting = Setting(hardware, model, table if table is not None else verified.load(), config.mmu_policy,
-                      config.max_batch, config.chunk_tokens, config.quantization, config.perf_model, layout,
-                      config.hbf, config.all_reduce, config.overlap, decode_hardware,
-                      config.shared_prefix_tokens)
+def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None,
+             progress: bool = False) -> Result:
+    """Run `config`; `table` defaults to the committed verified-figures table (refused when stale); `progress`
+    shows the requests arrived so far as a bar on a terminal's stderr (a long trace replay runs for minutes)."""
+    setting = resolve(config, table)
+    spec, model, hardware, layout, decode_hardware = (setting.spec, setting.model, setting.hardware, setting.layout,
+                                                      setting.decode_hardware)
     machines = [hardware] + ([decode_hardware] if decode_hardware is not None else [])
     loop = EventLoop()
-    system = build(config.system, setting, loop)
+    system = build(config.system, setting, loop, spec)
     requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
+    submit = _counted(system.submit, len(requests)) if progress else system.submit
     for request in requests:
-        loop.at(request.arrival, lambda request=request: system.submit(request))
+        loop.at(request.arrival, lambda request=request: submit(request))
     started = time.perf_counter()
     loop.run()
+    if progress:
+        submit.bar.close()
     log.info("%s: %d requests on %s simulated in %.2f s", config.system, len(requests), model.name,
              time.perf_counter() - started)
     unfinished = [r.id for r in requests if not r.done]
@@ -114,8 +69,8 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
         "all_reduce": config.all_reduce, "allreduce_overlap": config.overlap,
         "decode_hardware": _plain(asdict(decode_hardware)) if decode_hardware is not None else None,
-        "mmu_policy": config.mmu_policy if config.system == "duopd" else None,
-        "chunk_tokens": setting.chunk if config.system in ("chunked", "gpu") or isinstance(spec, Colocated) else None,
+        "mmu_policy": config.mmu_policy if "mmu_policy" in spec.options else None,
+        "chunk_tokens": setting.chunk if "chunk_tokens" in spec.options else None,
         "quantization": asdict(config.quantization),
         "verified_blocks": _used_figures(setting, config.system),
         "memory": asdict(layout) if layout is not None else "hbm",
@@ -161,7 +116,6 @@ def _hbf_summary(parts: list[dict]) -> dict:
 def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:
     """The prefix's KV is there from the start (computed once, like a loaded system prompt): each request
     prefills only the rest of its prompt, reading the prefix as already-cached context."""
-    require(isinstance(tokens, int) and tokens >= 0, f"shared prefix must be >= 0 tokens, got {tokens}")
     if tokens:
         shortest = min(r.input_len for r in requests)
         require(tokens < shortest, f"shared prefix of {tokens} tokens must be shorter than every prompt (the "
@@ -173,6 +127,20 @@ def _with_shared_prefix(requests: list[Request], tokens: int) -> list[Request]:
 
 # Beyond this span a double no longer resolves a nanosecond (ulp(1e7 s) = 1.9 ns).
 MAX_SPAN_S = 1e7
+
+
+def _counted(submit, total: int):
+    """`submit`, counting each request on a progress bar (`.bar`), shown only when stderr is a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="request", desc="arrived", disable=None, file=sys.stderr)
+
+    def counted(request: Request) -> None:
+        bar.update()
+        submit(request)
+
+    counted.bar = bar
+    return counted
 
 
 def _from_first_arrival(requests: list[Request]) -> list[Request]:
@@ -232,6 +200,6 @@ def _used_figures(setting: Setting, system: str) -> dict:
         used += [("pnm_lane", lane), ("pnm_array", array), ("pnm_vector", vector),
                  ("mmu", setting.table.entry("mmu", out_of_order=False))]
         used += [("fp32_add", adder)] if adder else []
-    if setting.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
+    if setting.config.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
         used.append(("dqb", dqb_entry(setting.table)))
     return {name: {"params": e.params, "sources_digest": e.provenance["sources_digest"]} for name, e in used}

@@ -19,6 +19,7 @@ from ..hardware import Hardware
 from ..llm import BYTES_PER_VALUE
 from ..memory import HBM4_STACK, MemoryTier
 from ..operators import Shard
+from ..registry import Registry
 
 GIB = 2**30
 PLACES = ("hbm", "hbf")
@@ -114,19 +115,20 @@ def objects(shard: Shard) -> tuple[int, int, float]:
     return m.layers, 1, float(per_layer)
 
 
-PRESETS = {
-    "A": Layout("A", hbm_stacks=6),
-    "B": Layout("B", hbm_stacks=3, hbf_stacks=1, weights="hbf", frame_cache_gib=8.0),
-    "C": Layout("C", hbm_stacks=1, hbf_stacks=3, weights="hbf", frame_cache_gib=8.0),
-}
+PRESETS: Registry[Layout] = Registry("memory layout", key=str.upper)
+PRESETS.register("A", Layout("A", hbm_stacks=6), "HBFSim's layout A: 6 HBM stacks")
+PRESETS.register("B", Layout("B", hbm_stacks=3, hbf_stacks=1, weights="hbf", frame_cache_gib=8.0),
+                 "3 HBM + 1 HBF stack, weights in HBF")
+PRESETS.register("C", Layout("C", hbm_stacks=1, hbf_stacks=3, weights="hbf", frame_cache_gib=8.0),
+                 "1 HBM + 3 HBF stacks, weights in HBF")
 
 
 def resolve_layout(spec: str) -> Layout | None:
     """`hbm` (None: today's package), a preset name (A, B, C; any case) or a TOML/JSON file."""
     if spec.lower() == "hbm":
         return None
-    if spec.upper() in PRESETS:
-        return PRESETS[spec.upper()]
+    if spec in PRESETS:
+        return PRESETS[spec]
     path = Path(spec)
     if not path.is_file():
         raise ConfigError(f"unknown memory layout {spec!r}: not hbm, {', '.join(PRESETS)} or a .toml/.json file")

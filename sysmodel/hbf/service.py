@@ -82,6 +82,9 @@ class PortPower:
     hbm_energy_per_byte: float
 
 
+# When a list, every block a port prices with prefetch is appended as (compute per iteration, the objects of
+# `HBFTier.objects`, the Block): what a study needs to trace one iteration layer by layer.
+TRACE: list | None = None
 ACCESS = ("accesses", "hits", "prefetched_in_time", "media_reads", "media_reads_waited", "media_bytes",
           "wasted_prefetch_bytes", "fill_bytes", "cooling_wait_s", "stall_s")
 PER_ITERATION = ("starts", "ends", "waits", "busy", "stall", "power", "counts", "fill", "programmed", "media_load",
@@ -333,23 +336,25 @@ class HBFTier:
     def media_times(self, rate, ahead: np.ndarray | None, demand: np.ndarray, overlap: np.ndarray | None,
                     programmed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """At service `rate` (one per iteration), per iteration: the stall (media time not hidden by compute)
-        and whether each layer's prefetch came too late, from the bytes per layer prefetched (`ahead`; None: no
-        prefetch) and waited for (`demand`), the compute each layer's prefetch overlaps, the KV bytes
-        `programmed`."""
+        and the fraction of each layer's prefetch that arrived before the layer ran, from the bytes per layer
+        prefetched (`ahead`; None: no prefetch) and waited for (`demand`), the compute each layer's prefetch
+        overlaps, the KV bytes `programmed`. A layer's prefetch streams in after the media latency: the part
+        read by the time the layer starts is in time, the rest is waited for (the layer waits for its last)."""
         rate = np.asarray(rate, dtype=float)[:, None]
         latency = self.tier.latency_s
         stall = np.where(demand > 0, latency + demand / rate, 0.0).sum(axis=1)
-        late = None
+        arrived = None
         if ahead is not None:
             ahead_s = np.where(ahead > 0, latency + ahead / rate, 0.0)
-            late = ahead_s > overlap
+            read = np.maximum(overlap - latency, 0.0) * rate
+            arrived = np.clip(np.divide(read, ahead, out=np.ones_like(ahead_s), where=ahead > 0), 0.0, 1.0)
             stall = np.maximum(ahead_s - overlap, 0.0).sum(axis=1) + stall
         if programmed.any():
             # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
             # not overlapped with the iteration's reads: an upper bound.
             stall = stall + programmed / rate[:, 0] + programmed / PAGE_BYTES * self.stack.program_s / (
                 self.layout.hbf_stacks * self.stack.outstanding_reads)
-        return stall, late
+        return stall, arrived
 
     # ----- results ----------------------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -588,12 +593,12 @@ class HBFPort:
         kv_ahead = tier.options.prefetch != "none"
         kv_layer = (kv_read / layers)[:, None]
         demand = n_demand * tier.object_bytes + (0.0 if kv_ahead else kv_layer)
-        ahead = overlap = late = None
+        ahead = overlap = arrived = None
         if kv_ahead and (n_ahead.any() or kv_read.any()):     # (only a prefetch reads objects ahead)
             ahead = n_ahead * tier.object_bytes + kv_layer
             # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
             overlap = self._after_first * (compute / layers)[:, None]
-            late = np.empty((count, layers), dtype=bool)
+            arrived = np.empty((count, layers))
         # What each iteration asks of the tier's bandwidth alone (what the other ports' iterations see), and the
         # share it obtains against theirs in progress now.
         load, share = np.zeros(count), np.ones(count)
@@ -613,8 +618,8 @@ class HBFPort:
                 timing = tier.media_times((rate[i] or math.inf) * share[i:], *(
                     None if a is None else a[i:] for a in (ahead, demand, overlap)), kv_programmed[i:])
             stall[i:] = timing[0][i - first:]
-            if late is not None:
-                late[i:] = timing[1][i - first:]
+            if arrived is not None:
+                arrived[i:] = timing[1][i - first:]
             busy[i:] = compute[i:] + stall[i:]
             np.divide(energy[i:], busy[i:, None], out=power[i:], where=busy[i:, None] > 0)
             # Served at rate 0 (Severe or Shutdown: iteration i reads nothing), the package runs only up to the
@@ -626,14 +631,17 @@ class HBFPort:
             i += package.run(dt, drawn, stop=True)      # (one step per iteration: the waits are behind)
         waited = n_demand.sum(axis=1)
         in_time = wasted = np.zeros(count)
-        if late is not None:
-            in_time = (useful * ~late).sum(axis=1)
-            waited = waited + (n_ahead * late).sum(axis=1)
+        if arrived is not None:     # (the prefetched objects arrive in no particular order: the used ones alike)
+            in_time = (useful * arrived).sum(axis=1)
+            waited = waited + (n_ahead * (1 - arrived)).sum(axis=1)
             wasted = n_ahead.sum(axis=1) - useful.sum(axis=1)
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
-        return Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
-                     kv_programmed, load, rate, ahead, demand, overlap, snapshot=snapshot)
+        block = Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
+                      kv_programmed, load, rate, ahead, demand, overlap, snapshot=snapshot)
+        if TRACE is not None and ahead is not None:
+            TRACE.append((compute, objects, block))
+        return block
 
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media

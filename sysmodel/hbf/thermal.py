@@ -17,9 +17,13 @@ NODES = ("gpu", "hbm", "hbf")
 
 @dataclass(frozen=True)
 class PackageRC:
-    """Thermal resistances (K/W) and capacitances (J/K). No public figure exists for an HBF package: these
-    are assumptions for a liquid-cooled package in which the paper's 1.4 kW GPU stays below 90 C, not fitted
-    to HBFSim's Fig. 3 (the study compares them). Node order: gpu, hbm, hbf."""
+    """Thermal resistances (K/W) and capacitances (J/K). No public figure exists for an HBF package, and the
+    HBFSim paper states none: §6.3 (paper 001, line 136) gives only results of its reconstructed operator (the
+    power at which each die reaches its limit, the 44.4 K span of its eight HBF layers), line 137 one measured
+    air-cooled board (46-52 C over 315-431 W), line 138 the accuracy of its 224-state reduced model against its
+    full-order one. These are assumptions for a liquid-cooled package in which the paper's 1.4 kW GPU stays
+    below 90 C, not fitted to HBFSim's Fig. 3 (the study compares them, and shows what the paper's limits
+    imply). Node order: gpu, hbm, hbf."""
     to_coolant: tuple[float, float, float] = (0.03, 0.15, 0.6)
     capacitance: tuple[float, float, float] = (60.0, 10.0, 5.0)
     coupling: tuple[float, float, float] = (0.2, 0.4, 0.5)       # gpu-hbm, gpu-hbf, hbm-hbf

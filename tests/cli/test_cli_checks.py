@@ -7,8 +7,8 @@ import pytest
 
 from basedie import cli
 from basedie.cli import UsageError
+from basedie.simulation import simulate_parser, simulation_config
 from sysmodel.arrivals import GammaArrivals, Lengths
-from sysmodel.errors import ConfigError
 from sysmodel.hbf.service import HBFOptions
 from sysmodel.quantized import Quantization
 from sysmodel.traces import Trace
@@ -18,7 +18,7 @@ BASE = ["--system", "duopd", "--model", "LLaMA2-70B"]
 
 
 def config(*extra: str, base=BASE):
-    return cli._simulation_config(cli.simulate_parser().parse_args([*base, *extra]))
+    return simulation_config(simulate_parser().parse_args([*base, *extra]))
 
 
 def refused(*extra: str, base=BASE) -> str:
@@ -103,7 +103,7 @@ def test_poisson_arrivals_default_to_1000_requests_cv_0_1_and_take_the_seed() ->
 def test_hardware_overrides_are_stripped_and_applied() -> None:
     assert config("--hw", " gpus = 4 ").hardware.gpus == 4
     # FIELD=VALUE splits at the first "=": the field is gpus, its value "4=5" (not a field "gpus=4").
-    with pytest.raises(ConfigError, match="hardware field 'gpus' needs a int, got '4=5'"):
+    with pytest.raises(UsageError, match="hardware field 'gpus' needs a int, got '4=5'"):
         config("--hw", "gpus=4=5")
     assert config("--hw", "gpus=4", "--hw", "link.bandwidth=1e12").hardware.link.bandwidth == 1e12
 

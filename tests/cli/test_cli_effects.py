@@ -42,3 +42,18 @@ def test_decode_hardware_outside_pd_is_refused(tmp_path, monkeypatch, capsys) ->
     assert main(["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--decode-hardware", "b200"]) == 2
     assert "applies to PD deployments" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_decode_hardware_naming_the_machine_of_hardware_means_one_machine(tmp_path, capsys) -> None:
+    """`--decode-hardware` naming the preset of `--hardware` (any case) is the same run as leaving it out (it
+    was refused as a second machine: "needs 16 GPUs, the hardware has 8")."""
+    pd = ["simulate", "--system", "pd-1:1", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "4",
+          "--requests", "2", "--hardware", "h100-sxm5-80gb", "--no-plots"]
+    assert main([*pd, "--out", str(tmp_path / "plain")]) == 0
+    assert main([*pd, "--decode-hardware", "H100-SXM5-80GB", "--out", str(tmp_path / "same")]) == 0
+    capsys.readouterr()
+    for name in ("summary.json", "requests.csv", "servers.csv"):
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "same" / name).read_bytes()
+    plain, same = (json.loads((tmp_path / run / "config.json").read_text()) for run in ("plain", "same"))
+    assert same.pop("command_line") != plain.pop("command_line")
+    assert same == plain and same["decode_hardware"] is None

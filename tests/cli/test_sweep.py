@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from basedie.cli import main, simulate_parser
+from basedie.cli import main
+from basedie.simulation import simulate_parser
 from basedie.spec import load
 from basedie.sweep import sweep
 

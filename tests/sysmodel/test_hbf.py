@@ -215,8 +215,9 @@ def test_a_layout_file_runs(tmp_path) -> None:
     layout = _layout_file(tmp_path, "mine.toml", 'hbm_stacks = 2\nhbf_stacks = 1\nweights = "hbf"\n'
                                                  'frame_cache_gib = 60\n')
     hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
-    result = simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", PoissonArrivals(50, 20, 512, 8, 0.1, 0),
-                                       hardware, memory=layout))
+    result = simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B",
+                                       workload=PoissonArrivals(50, 20, 512, 8, 0.1, 0),
+                                       hardware=hardware, memory=layout))
     # 60 GiB holds all 6,144 experts of 9.4 MB: after the first touch every access hits.
     hbf = result.summary["hbf"]
     assert hbf["media_page_reads"] <= 6144 * 2304
@@ -227,8 +228,9 @@ def test_blocks_cut_short_keep_only_the_iterations_that_ran() -> None:
     """Poisson arrivals cut decode blocks; the service's clock (throttle residency summed) must end with the
     last iteration that really ran, not with iterations priced and then dropped."""
     hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
-    result = simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", PoissonArrivals(5, 30, 512, 64, 0.3, 1),
-                                       hardware, memory="C"))
+    result = simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B",
+                                       workload=PoissonArrivals(5, 30, 512, 64, 0.3, 1),
+                                       hardware=hardware, memory="C"))
     last = max(r.finish for r in result.requests)
     assert sum(result.summary["hbf"]["throttle_residency_s"].values()) == pytest.approx(last, rel=1e-9)
     assert result.temperatures[-1][0] == pytest.approx(last, rel=1e-9)
@@ -238,7 +240,8 @@ def test_a_hot_package_throttles_and_waits_to_cool() -> None:
     hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
 
     def run(ambient: float):
-        return simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", FixedBatch(16, 512, 64), hardware,
+        return simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B", workload=FixedBatch(16, 512, 64),
+                                         hardware=hardware,
                                          memory="C", hbf=HBFOptions(ambient_c=ambient))).summary
     cool, hot = run(45.0), run(79.0)
     assert set(cool["hbf"]["throttle_residency_s"]) == {"normal", "light", "severe", "shutdown"}

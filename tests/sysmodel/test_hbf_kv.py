@@ -59,7 +59,8 @@ def _layout(**keys) -> Layout:
 
 
 def _run(layout: Layout, workload: FixedBatch, prefix: int = 0) -> dict:
-    return simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", workload, ONE_GPU, memory=layout,
+    return simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B", workload=workload, hardware=ONE_GPU,
+                                     memory=layout,
                                      shared_prefix_tokens=prefix)).summary["hbf"]
 
 

@@ -71,3 +71,24 @@ def test_docs_list_every_parameter_with_its_evidence() -> None:
     docs = (ROOT / "docs" / "design" / "hbf.md").read_text()
     for p in PROVENANCE:
         assert f"| {p.name} | {p.value} | {p.mark} | {p.source} |" in docs, p.name
+
+
+def test_the_prefetch_trace_shows_what_arrives_before_each_layer(study) -> None:
+    """item6_trace.csv, one decode iteration: a layer's prefetch is all in time exactly when it takes no longer
+    than the compute it overlaps, and otherwise in the proportion that streamed in by then."""
+    rows = read(study / "item6_trace.csv")
+    assert len(rows) == 48                                        # Qwen3-30B-A3B's layers
+    for r in rows:
+        prefetched, used = int(r["experts_prefetched"]), int(r["prefetched_used"])
+        assert 0 <= used <= prefetched <= 128
+        arrived, took, overlap = float(r["arrived_in_time"]), float(r["prefetch_us"]), float(r["overlap_us"])
+        assert (arrived == 1.0) == (took <= overlap) and 0.0 <= arrived <= 1.0
+    assert float(rows[0]["overlap_us"]) == 0                     # layer 0's prefetch overlaps nothing
+
+
+def test_headline_marks_the_calibration_and_the_cells_within_20_percent(study) -> None:
+    rows = read(study / "headline.csv")
+    assert {r["within_20pct"] for r in rows} <= {"yes", "no", "n/a"}
+    calibrated = [r for r in rows if "skew closest" in r["what"]]
+    assert len(calibrated) == 1 and calibrated[0]["what"].startswith("CALIBRATION")
+    assert any(r["item"] == "6" and r["within_20pct"] == "no" and "Sensitivity" in r["why"] for r in rows)

@@ -47,7 +47,8 @@ def test_a_constant_trace_replays_through_serving(tmp_path) -> None:
     so each is read from the media once and every later access hits."""
     trace = _write(tmp_path, [[list(range(8))] * 48] * 3)
     hardware = with_overrides(PAPER_HARDWARE, {"gpus": "1"})
-    hbf = simulate(SimulationConfig("chunked", "Qwen3-30B-A3B", FixedBatch(4, 256, 8), hardware, memory="C",
+    hbf = simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B", workload=FixedBatch(4, 256, 8),
+                                    hardware=hardware, memory="C",
                                     hbf=HBFOptions(routing_trace=str(trace)))).summary["hbf"]
     assert hbf["media_page_reads"] == 384 * 2304
     assert hbf["accesses"] % 384 == 0 and hbf["accesses"] >= 384 * 8

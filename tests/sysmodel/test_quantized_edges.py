@@ -126,7 +126,7 @@ def test_cuda_core_time_by_hand() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (("int3",), "unknown weights 'int3'; choose one of fp16, w4a16, w8a16, fp8"),
     (("w4a16", 128, "dqb", None, "fp32"), "unknown activations 'fp32'; choose one of fp16, bf16"),
-    (("fp16", 128), "fp16 weights need no dequantization: drop --dequant, --kernel and --group-size"),
+    (("fp16", 128), "fp16 weights need no dequantization: drop --dequant, --kernel, --kernel-model and --group-size"),
     (("w4a16", 128), "w4a16 weights need --dequant, one of dqb, gpu, gpu-fused, gpu-split"),
     (("w4a16", 0, "dqb"), "group size must be >= 1, got 0"),
     (("w4a16", 128, "dqb", "gptq"), "--kernel names a GPU-side dequantization kernel; the DQB needs none"),

@@ -39,7 +39,7 @@ def prefill_first_points(table: VerifiedBlocks, point: Callable[[dict], dict]) -
 
 
 def tpot(model: str, table: VerifiedBlocks, workload=FixedBatch(1, 1024, 17), system: str = "duopd") -> float:
-    return simulate(SimulationConfig(system, model, workload), table).summary["tpot_s"]["mean"]
+    return simulate(SimulationConfig(system=system, model=model, workload=workload), table).summary["tpot_s"]["mean"]
 
 
 # Operators that stream weights or KV through the lanes, per layer (the norms run on the vector unit), and
@@ -89,7 +89,8 @@ def test_the_mmu_shares_set_decode_speed_under_concurrent_prefill(table) -> None
     pair, alone = FixedBatch(2, 8192, 16), FixedBatch(1, 8192, 16)
 
     def request0(grid: VerifiedBlocks, workload=pair) -> np.ndarray:
-        times = simulate(SimulationConfig("duopd", "llama2-70b", workload), grid).requests[0].token_times
+        times = simulate(SimulationConfig(system="duopd", model="llama2-70b",
+                                          workload=workload), grid).requests[0].token_times
         return np.diff(times)
 
     def no_contention(p: dict) -> dict:       # each source gets what it offers, without waiting
@@ -113,8 +114,8 @@ def test_systems_without_pnm_ignore_the_pnm_and_mmu_figures(table, system: str) 
     other = lane(table, latency_cycles=10_000, macs_per_cycle=64.0)
     other = prefill_first_points(other, lambda p: {**p, "pnm_share": 0.01, "gpu_share": 0.01, "gpu_wait_p50": 1e4})
     workload = FixedBatch(4, 8192, 32)
-    base = simulate(SimulationConfig(system, "llama2-70b", workload), table)
-    moved = simulate(SimulationConfig(system, "llama2-70b", workload), other)
+    base = simulate(SimulationConfig(system=system, model="llama2-70b", workload=workload), table)
+    moved = simulate(SimulationConfig(system=system, model="llama2-70b", workload=workload), other)
     for a, b in zip(base.requests, moved.requests):
         assert a.token_times == b.token_times
     assert tpot("llama2-70b", other) > 2 * tpot("llama2-70b", table)     # while DuoPD does move

@@ -143,7 +143,8 @@ def test_pd_kv_crosses_the_network_between_servers(table, system: str, gpus: int
     hw = replace(H100, gpus=gpus)
     tp = int(system.split("x")[1][0])
     decode_s = GPUExecution(hw, Shard(LLAMA2_70B, tp)).cost(decode_work(1, 8193)).seconds
-    gap = _second_token_gap(table, SimulationConfig(system, "llama2-70b", FixedBatch(1, 8192, 2), hw))
+    gap = _second_token_gap(table, SimulationConfig(system=system, model="llama2-70b",
+                                                    workload=FixedBatch(1, 8192, 2), hardware=hw))
     assert gap == pytest.approx(8192 * KV_PER_TOKEN / link_bytes_s / 80 + decode_s, rel=1e-12)
 
 
@@ -159,7 +160,8 @@ def test_network_presets_are_the_dgx_adapters() -> None:
 def test_decode_pool_on_other_hardware(table) -> None:
     # Prefill on an H100 server, decode on an A100 server: TTFT is the H100's prefill, the KV crosses the slower
     # adapter (HDR, 25 GB/s × 8), and the decode step is the A100's.
-    config = SimulationConfig("pd:1x8+1x8", "llama2-70b", FixedBatch(1, 8192, 2), "h100-sxm5-80gb",
+    config = SimulationConfig(system="pd:1x8+1x8", model="llama2-70b", workload=FixedBatch(1, 8192, 2),
+                              hardware="h100-sxm5-80gb",
                               decode_hardware="a100-sxm4-80gb")
     result = simulate(config, table)
     request = result.requests[0]
@@ -175,4 +177,5 @@ def test_decode_pool_on_other_hardware(table) -> None:
 
 def test_decode_hardware_is_for_pd_only(table) -> None:
     with pytest.raises(ConfigError, match="applies to PD deployments"):
-        simulate(SimulationConfig("duopd", "llama2-70b", FixedBatch(1, 1024, 2), decode_hardware="b200"), table)
+        simulate(SimulationConfig(system="duopd", model="llama2-70b", workload=FixedBatch(1, 1024, 2),
+                                  decode_hardware="b200"), table)

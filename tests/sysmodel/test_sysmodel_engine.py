@@ -62,7 +62,7 @@ def test_block_decoding_equals_iteration_by_iteration(table, monkeypatch, system
     if (system, model) == ("gpu", "qwen3-235b-a22b"):
         pytest.skip("470 GB of weights do not fit one GPU")
     # Arrivals close enough that prefills overlap decoding: blocks are cut and repriced.
-    config = SimulationConfig(system, model, PoissonArrivals(4.0, 12, 2048, 64, seed=5))
+    config = SimulationConfig(system=system, model=model, workload=PoissonArrivals(4.0, 12, 2048, 64, seed=5))
     blocks = simulate(config, table)
     monkeypatch.setattr(DecodeServer, "step", single)
     reference = simulate(config, table)
@@ -77,7 +77,8 @@ def test_block_decoding_equals_iteration_by_iteration(table, monkeypatch, system
 
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_every_request_gets_its_tokens_in_order(table, system: str) -> None:
-    result = simulate(SimulationConfig(system, "llama2-70b", PoissonArrivals(3.0, 20, 4096, 48, seed=2)), table)
+    result = simulate(SimulationConfig(system=system, model="llama2-70b",
+                                       workload=PoissonArrivals(3.0, 20, 4096, 48, seed=2)), table)
     for r in result.requests:
         times = np.array(r.token_times)
         assert len(times) == r.output_len
@@ -91,7 +92,7 @@ def test_every_request_gets_its_tokens_in_order(table, system: str) -> None:
 
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_prefill_of_a_fixed_batch_is_first_come_first_served(table, system: str) -> None:
-    result = simulate(SimulationConfig(system, "llama2-70b", FixedBatch(6, 1024, 8)), table)
+    result = simulate(SimulationConfig(system=system, model="llama2-70b", workload=FixedBatch(6, 1024, 8)), table)
     starts = [r.prefill_start for r in result.requests]
     firsts = [r.first_token for r in result.requests]
     assert starts == sorted(starts) and firsts == sorted(firsts)
@@ -127,16 +128,18 @@ def test_kv_capacity_bounds_the_decode_batch(table, system: str) -> None:
     # a prefill, so 3 do decode together.
     capacity = Shard(TINY, tp).weight_bytes + (fit + 0.5) * need * kv_bytes_per_token(tp)
     workload = FixedBatch(12, 16, 256)
-    limited = simulate(SimulationConfig(system, TINY, workload, hardware_with_gpu_memory(capacity)), table)
+    limited = simulate(SimulationConfig(system=system, model=TINY, workload=workload,
+                                        hardware=hardware_with_gpu_memory(capacity)), table)
     assert all(r.done for r in limited.requests)
     assert most_running(limited.requests) == fit
-    ample = simulate(SimulationConfig(system, TINY, workload, hardware_with_gpu_memory(1e9)), table)
+    ample = simulate(SimulationConfig(system=system, model=TINY, workload=workload,
+                                      hardware=hardware_with_gpu_memory(1e9)), table)
     assert most_running(ample.requests) > fit          # without the KV limit the batch is larger
 
 
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_max_batch_bounds_the_decode_batch(table, system: str) -> None:
-    result = simulate(SimulationConfig(system, TINY, FixedBatch(10, 64, 32), max_batch=2), table)
+    result = simulate(SimulationConfig(system=system, model=TINY, workload=FixedBatch(10, 64, 32), max_batch=2), table)
     assert most_running(result.requests) == 2
 
 
@@ -144,7 +147,8 @@ def test_max_batch_bounds_the_decode_batch(table, system: str) -> None:
 def test_a_request_whose_kv_never_fits_is_refused(table, system: str) -> None:
     tp = TP[system]
     capacity = Shard(TINY, tp).weight_bytes + 1000 * kv_bytes_per_token(tp)     # 1,000 tokens of KV
-    config = SimulationConfig(system, TINY, FixedBatch(1, 990, 20), hardware_with_gpu_memory(capacity))
+    config = SimulationConfig(system=system, model=TINY, workload=FixedBatch(1, 990, 20),
+                              hardware=hardware_with_gpu_memory(capacity))
     # the pool that refuses it first
     pool = "decode instance 0" if system.startswith("pd-") else "1 GPUs" if system == "gpu" else "8 GPUs"
     with pytest.raises(ConfigError, match=f"request 0 needs 1010 tokens of KV cache but {pool} holds at most 1000"):
@@ -154,7 +158,8 @@ def test_a_request_whose_kv_never_fits_is_refused(table, system: str) -> None:
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_a_model_whose_weights_do_not_fit_is_refused(table, system: str) -> None:
     capacity = Shard(TINY, TP[system]).weight_bytes * 0.9
-    config = SimulationConfig(system, TINY, FixedBatch(1, 8, 8), hardware_with_gpu_memory(capacity))
+    config = SimulationConfig(system=system, model=TINY, workload=FixedBatch(1, 8, 8),
+                              hardware=hardware_with_gpu_memory(capacity))
     with pytest.raises(ConfigError, match="tiny does not fit on"):
         simulate(config, table)
 

@@ -35,8 +35,8 @@ class Shifted:
 def test_arrivals_near_1e12_s_give_the_same_run_as_near_0(table, system: str) -> None:
     # A double near 1e12 resolves 0.12 ms: token times kept absolute would be rounded to that and the ~1 ms
     # gaps between tokens would come out wrong by up to 10 %.
-    near_zero = simulate(SimulationConfig(system, "llama2-70b", Shifted(0.0)), table)
-    far = simulate(SimulationConfig(system, "llama2-70b", Shifted(1e12)), table)
+    near_zero = simulate(SimulationConfig(system=system, model="llama2-70b", workload=Shifted(0.0)), table)
+    far = simulate(SimulationConfig(system=system, model="llama2-70b", workload=Shifted(1e12)), table)
     for a, b in zip(near_zero.requests, far.requests, strict=True):
         assert a.token_times == b.token_times
     assert near_zero.summary["tbt_s"] == far.summary["tbt_s"]
@@ -49,13 +49,14 @@ def test_arrivals_spread_over_more_than_1e7_s_are_refused(table) -> None:
             return [Request(0, 0.0, 64, 4), Request(1, 2e7, 64, 4)]
 
     with pytest.raises(ConfigError, match="arrivals span 2e\\+07 s"):
-        simulate(SimulationConfig("duopd", "llama2-70b", Spread()), table)
+        simulate(SimulationConfig(system="duopd", model="llama2-70b", workload=Spread()), table)
 
 
 @pytest.mark.parametrize("system", ["pd-1:1", "pd-3:1"])
 def test_decode_queue_is_the_wait_between_reaching_decode_and_joining_a_batch(table, system: str) -> None:
     # Max batch 2 with 8 requests at t = 0: most requests wait for a decode slot after their KV arrives.
-    result = simulate(SimulationConfig(system, "llama2-70b", FixedBatch(8, 1024, 24), max_batch=2), table)
+    result = simulate(SimulationConfig(system=system, model="llama2-70b", workload=FixedBatch(8, 1024, 24),
+                                       max_batch=2), table)
     waits = np.array([row["decode_queue_s"] for row in result.rows])
     assert (waits >= 0).all() and (waits > 0).sum() >= 4
     for request, wait in zip(result.requests, waits):
@@ -66,7 +67,7 @@ def test_decode_queue_is_the_wait_between_reaching_decode_and_joining_a_batch(ta
 
 
 def test_colocated_decode_never_waits_for_a_slot(table) -> None:
-    result = simulate(SimulationConfig("chunked", "llama2-70b", FixedBatch(4, 1024, 24)), table)
+    result = simulate(SimulationConfig(system="chunked", model="llama2-70b", workload=FixedBatch(4, 1024, 24)), table)
     assert all(row["decode_queue_s"] == 0.0 for row in result.rows)
 
 

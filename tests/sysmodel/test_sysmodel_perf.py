@@ -10,7 +10,8 @@ from sysmodel.llm import LLAMA2_70B
 from sysmodel.operators import Shard, decode_work, prefill_work, ring_all_reduce_s
 from sysmodel.perf import ROOFLINE, perf_model
 from sysmodel.presets import PRESETS
-from sysmodel.simulate import SimulationConfig, resolve_hardware, simulate
+from sysmodel.config import resolve_hardware
+from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.workload import FixedBatch
 
 H100 = PRESETS["h100-sxm5-80gb"]
@@ -78,7 +79,8 @@ def test_measured_needs_a_profiled_gpu() -> None:
 
 @pytest.mark.parametrize("system", ["pd-1:1", "chunked", "sm-7:3"])
 def test_profiled_models_are_slower_than_the_roofline_bound(system: str) -> None:
-    runs = {name: simulate(SimulationConfig(system, "llama2-70b", FixedBatch(4, 1024, 16), hardware="h100-sxm5-80gb",
+    runs = {name: simulate(SimulationConfig(system=system, model="llama2-70b", workload=FixedBatch(4, 1024, 16),
+                                            hardware="h100-sxm5-80gb",
                                             perf_model=name))
             for name in ("roofline", "measured", "roofline-efficiency")}
     bound = runs["roofline"].summary

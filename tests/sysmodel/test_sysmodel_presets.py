@@ -6,7 +6,7 @@ import pytest
 from sysmodel.errors import ConfigError
 from sysmodel.llm import LLAMA2_7B, LLAMA31_8B, OPT_13B, resolve_model
 from sysmodel.operators import Shard
-from sysmodel.simulate import resolve_hardware
+from sysmodel.config import resolve_hardware
 
 
 @pytest.mark.parametrize("model,published,norms", [

@@ -34,7 +34,9 @@ def test_jsonl_trace_and_its_errors(tmp_path) -> None:
     for text, message in (('{"arrival_s": 0, "prompt_tokens": 0, "output_tokens": 2}', "row 1, prompt_tokens"),
                           ('{"arrival_s": -1, "prompt_tokens": 3, "output_tokens": 2}', "arrival must be"),
                           ('{"arrival_s": 0, "prompt_tokens": 2.5, "output_tokens": 2}', "integer >= 1"),
-                          ('{"t": 0, "prompt_tokens": 3}', "no column output_len"), ("[1]", "not a JSON object")):
+                          ('{"t": 0, "prompt_tokens": 3}', "columns t, prompt_tokens are no known trace format"),
+                          ('{"t": 0, "prompt_tokens": 3, "output_tokens": 2}', "no arrival column arrival_s"),
+                          ("[1]", "item 1: not a JSON object")):
         path.write_text(text + "\n")
         with pytest.raises(ConfigError, match=message):
             Trace(str(path)).generate()
@@ -61,7 +63,7 @@ def test_length_distributions_have_their_mean_and_cv_and_are_clipped(kind: str) 
 def test_named_systems_and_their_option_forms_are_the_same_system() -> None:
     workload = PoissonArrivals(3.0, 24, 2048, 32, seed=4)
     for named, spelled in (("pd-1:1", "pd:1x4+1x4"), ("pd-3:1", "pd:3x2+1x2"), ("chunked", "colocated:1x8:sarathi")):
-        a, b = (simulate(SimulationConfig(s, "llama2-70b", workload)) for s in (named, spelled))
+        a, b = (simulate(SimulationConfig(system=s, model="llama2-70b", workload=workload)) for s in (named, spelled))
         assert [r.token_times for r in a.requests] == [r.token_times for r in b.requests]
 
 
@@ -70,7 +72,8 @@ def test_schedulers_differ_as_designed() -> None:
     # no decoding meanwhile; Orca runs the same prompt batches but decodes alongside; Sarathi splits prompts.
     from sysmodel.workload import FixedBatch
     workload = FixedBatch(8, 2048, 16)
-    runs = {s: simulate(SimulationConfig(f"colocated:1x8:{s}", "llama2-70b", workload, chunk_tokens=4096))
+    runs = {s: simulate(SimulationConfig(system=f"colocated:1x8:{s}", model="llama2-70b", workload=workload,
+                                         chunk_tokens=4096))
             for s in ("vllm", "orca", "sarathi")}
     firsts = {s: sorted(r.first_token for r in run.requests) for s, run in runs.items()}
     # Whole prompts, two per iteration: first tokens arrive in pairs.
@@ -88,7 +91,8 @@ def test_least_tokens_router_balances_uneven_requests(tmp_path) -> None:
     # Long, short, short, long... at t = 0: round robin puts both long ones on instance 0 of 2.
     path.write_text("arrival_s,input_len,output_len\n" + "".join(
         f"0,{4096 if i % 2 == 0 else 128},16\n" for i in range(4)))
-    runs = {router: simulate(SimulationConfig(f"colocated:2x4:sarathi:{router}", "llama2-70b", Trace(str(path))))
+    runs = {router: simulate(SimulationConfig(system=f"colocated:2x4:sarathi:{router}", model="llama2-70b",
+                                              workload=Trace(str(path))))
             for router in ("round-robin", "least-tokens")}
     assert runs["least-tokens"].summary["makespan_s"] < runs["round-robin"].summary["makespan_s"]
 

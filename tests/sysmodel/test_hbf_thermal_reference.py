@@ -1,0 +1,63 @@
+"""The package thermal model against references that do not use it (issue 36): Kirchhoff's laws solved by hand
+for a resistor chain, and the coupled network's transient integrated by an independent fixed-step RK4.
+
+Tolerances: 1e-9 K for the closed forms (float rounding of the eigen-solution); 1e-6 K for RK4 at 1 ms steps
+(its error, ~dt^4 / tau^4, is far below that for time constants of 0.1 s and more)."""
+import numpy as np
+import pytest
+
+from sysmodel.hbf.thermal import PackageRC, Thermal
+
+OPEN = 1e15          # K/W: a path that carries no heat
+
+
+def test_steady_state_of_a_resistor_chain_is_kirchhoffs() -> None:
+    """GPU -> HBM -> coolant in series (the GPU's own path to the coolant open), HBF apart: heat into the GPU
+    crosses both resistors, heat into the HBM only the second."""
+    r_gpu_hbm, r_hbm, r_hbf = 0.2, 0.15, 0.6
+    rc = PackageRC(to_coolant=(OPEN, r_hbm, r_hbf), coupling=(r_gpu_hbm, OPEN, OPEN))
+    p_gpu, p_hbm, p_hbf = 300.0, 40.0, 10.0
+    temps = Thermal(rc, 45.0).steady((p_gpu, p_hbm, p_hbf))
+    hbm = 45.0 + (p_gpu + p_hbm) * r_hbm
+    assert temps == pytest.approx([hbm + p_gpu * r_gpu_hbm, hbm, 45.0 + p_hbf * r_hbf], abs=1e-9)
+
+
+def test_steady_state_of_a_delta_network_is_its_nodal_solution() -> None:
+    """Every path finite (the default package): power into the GPU only. The nodal equations, written out by
+    hand for this case and solved by Cramer's rule, give the three temperature rises."""
+    rc = PackageRC()
+    (a, b, c), (gab, gac, gbc) = (1 / r for r in rc.to_coolant), (1 / r for r in rc.coupling)
+    p = 500.0
+    m = [[a + gab + gac, -gab, -gac], [-gab, b + gab + gbc, -gbc], [-gac, -gbc, c + gac + gbc]]
+
+    def det(x):
+        return (x[0][0] * (x[1][1] * x[2][2] - x[1][2] * x[2][1]) - x[0][1] * (x[1][0] * x[2][2] - x[1][2] * x[2][0])
+                + x[0][2] * (x[1][0] * x[2][1] - x[1][1] * x[2][0]))
+    rises = []
+    for column in range(3):
+        replaced = [[(p if row == 0 else 0.0) if k == column else m[row][k] for k in range(3)] for row in range(3)]
+        rises.append(det(replaced) / det(m))
+    assert Thermal(rc, 45.0).steady((p, 0.0, 0.0)) == pytest.approx([45.0 + r for r in rises], abs=1e-9)
+
+
+def test_coupled_transient_matches_an_independent_rk4_integration() -> None:
+    rc = PackageRC()
+    g = np.diag([1 / r for r in rc.to_coolant])
+    for (i, j), r in zip(((0, 1), (0, 2), (1, 2)), rc.coupling):
+        g[i, j] = g[j, i] = -1 / r
+        g[i, i] += 1 / r
+        g[j, j] += 1 / r
+    c = np.array(rc.capacitance)
+    power = np.array([900.0, 60.0, 18.0])
+
+    def slope(rise):
+        return (power - g @ rise) / c
+    rise, dt, steps = np.zeros(3), 1e-3, 0
+    for checkpoint in (0.5, 2.0, 10.0, 60.0):
+        while steps * dt < checkpoint - 1e-9:
+            k1 = slope(rise)
+            k2 = slope(rise + dt / 2 * k1)
+            k3 = slope(rise + dt / 2 * k2)
+            k4 = slope(rise + dt * k3)
+            rise, steps = rise + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4), steps + 1
+        assert Thermal(rc, 45.0).step(checkpoint, power) == pytest.approx(45.0 + rise, abs=1e-6)

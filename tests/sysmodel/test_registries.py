@@ -1,0 +1,82 @@
+"""The extension points' registries: a system added as one module plus one registration line is simulated and
+offered by the command line; unknown names are refused with the choices; the docs' tables are current."""
+import importlib
+import sys
+
+import pytest
+
+from basedie.cli import main
+from basedie.simulation import simulate_parser
+from sysmodel.config import SimulationConfig
+from sysmodel.deployments import ROUTERS, SCHEDULERS, parse
+from sysmodel.errors import ConfigError
+from sysmodel.reference import PAGE, update
+from sysmodel.registry import Registry
+from sysmodel.simulate import simulate
+from sysmodel.systems import SYSTEMS
+from sysmodel.workload import FixedBatch
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy system registered for one test (the registry restored after it)."""
+    monkeypatch.setattr(SYSTEMS, "_items", dict(SYSTEMS._items))
+    name = "tests.sysmodel.toy_system"
+    module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+    return module.Toy
+
+
+def test_a_toy_system_is_one_module_and_one_registration(toy) -> None:
+    assert isinstance(SYSTEMS["toy"], toy)
+    workload = FixedBatch(4, 512, 8)
+    ran, same = (simulate(SimulationConfig(system=s, model="llama2-7b", workload=workload))
+                 for s in ("toy", "colocated:1x2:orca"))
+    assert all(r.done for r in ran.requests)
+    assert ran.config["system_spec"] == "Toy(tp=2)"
+    # The toy wires what colocated:1x2:orca wires, so it serves every request at the same times.
+    assert [(r.first_token, r.finish) for r in ran.requests] == [(r.first_token, r.finish) for r in same.requests]
+
+
+def test_the_command_line_offers_and_runs_a_registered_system(toy, tmp_path, capsys) -> None:
+    system = next(a for a in simulate_parser()._actions if "--system" in a.option_strings)
+    assert "toy" in system.help
+    assert main(["simulate", "--system", "toy", "--model", "llama2-7b", "--batch", "2", "--input-len", "256",
+                 "--output-len", "4", "--no-plots", "--out", str(tmp_path / "toy")]) == 0
+    assert "output folder" in capsys.readouterr().out
+
+
+def test_without_the_registration_the_toy_is_unknown(tmp_path, capsys) -> None:
+    assert "toy" not in SYSTEMS
+    assert main(["simulate", "--system", "toy", "--model", "llama2-7b", "--out", str(tmp_path / "toy")]) == 2
+    assert "unknown system 'toy'; choose one of duopd," in capsys.readouterr().err
+
+
+def test_a_registry_refuses_unknown_names_with_the_choices_and_twice_registered_ones() -> None:
+    colours = Registry("colour", key=str.lower)
+    colours.register("Red", 1, "warm")
+    colours.register("blue", 2)
+    assert (colours["RED"], colours.lookup("Blue"), list(colours), colours.help("red")) == (1, 2, ["Red", "blue"],
+                                                                                           "warm")
+    with pytest.raises(ConfigError) as error:
+        colours.lookup("green")
+    assert str(error.value) == "unknown colour 'green'; choose one of Red, blue"
+    with pytest.raises(ValueError, match="colour 'red' is registered already"):
+        colours.register("red", 3)
+    assert "green" not in colours and 1 not in colours
+
+
+def test_colocated_schedulers_and_routers_come_from_their_registries() -> None:
+    assert list(SCHEDULERS) == ["sarathi", "vllm", "orca"] and list(ROUTERS) == ["round-robin", "least-tokens"]
+    assert ROUTERS["round-robin"]([5, 0, 0], 4) == 1 and ROUTERS["least-tokens"]([5, 0, 0], 4) == 1
+    assert ROUTERS["least-tokens"]([3, 1, 2], 0) == 1
+    with pytest.raises(ConfigError, match="unknown router 'random'; choose one of round-robin, least-tokens"):
+        parse("colocated:2x4:sarathi:random")
+
+
+def test_the_configuration_pages_tables_are_current() -> None:
+    """docs/reference/configuration.md's tables are what `python -m sysmodel.reference` writes from the registries."""
+    text = PAGE.read_text()
+    assert update(text) == text
+    assert "| `sm-7:3` | `SMPartition(prefill_fraction=0.7)` |" in text and "| `--batch` | `16` |" in text
+    with pytest.raises(ValueError, match="unknown table 'nonesuch'"):
+        update("<!-- table: nonesuch -->\n<!-- end -->")

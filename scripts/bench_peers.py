@@ -3,7 +3,7 @@
     python scripts/bench_peers.py --distserve PATH --distserve-python PY --splitwise PATH --splitwise-python PY \
         [--requests 1000 10000] [--out DIR]
 
-Fetches nothing: give each peer's checkout and a Python that has its dependencies (docs/fidelity.md says which).
+Fetches nothing: give each peer's checkout and a Python that has its dependencies (docs/design/fidelity.md says which).
 For each request count it writes one Poisson workload (2 req/s, lognormal lengths around 256 prompt → 128 output
 tokens, cv 0.3; `scripts/compare_peers.py`'s writer) in all three input formats and replays it, each tool as its
 own process, on matching deployments:

@@ -3,7 +3,7 @@
     python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3] [--perf-model NAME] [--systems A,B]
                                      [--memory hbm|A|B|C|FILE] [--gpus N]
 
-HBF's speed target (docs/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
+HBF's speed target (docs/design/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
 --input-len 1024 --output-len 128`, beside the same run with `--memory A` (HBM only) in one invocation each.
 
 Prints, per system, the best wall time of `simulate()` over the repeats (the verified table is loaded once,
@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--perf-model", default="roofline", help="roofline, measured or roofline-efficiency")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated (default: all)")
-    parser.add_argument("--memory", default="hbm", help="package layout: hbm, A, B, C or a layout file (docs/hbf.md)")
+    parser.add_argument("--memory", default="hbm",
+                        help="package layout: hbm, A, B, C or a layout file (docs/design/hbf.md)")
     parser.add_argument("--gpus", type=int, default=None, help="GPUs of the paper hardware (default: its 8)")
     args = parser.parse_args(argv)
 

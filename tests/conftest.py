@@ -32,9 +32,9 @@ def cost_rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Costliest modules first: pytest-xdist deals tests in this order, so the last ones dealt are short and both
-    workers finish together (in file order the benches, under tests/tb/, were dealt last, and one worker could run
-    the last Icarus bench alone for minutes). A module moves whole, ranked by its costliest test, so its module-
-    scoped fixtures are still set up once; the sort is stable, so modules of one rank keep their file order."""
+    workers finish together (in file order the benches, under tests/tb/, come last, where one worker can be left
+    running a long bench alone). A module moves whole, ranked by its costliest test, so its module-scoped fixtures
+    are still set up once; the sort is stable, so modules of one rank keep their file order."""
     rank: dict = {}
     for item in items:
         rank[item.path] = min(rank.get(item.path, 2), cost_rank(item))
@@ -45,6 +45,9 @@ def cpu_seconds() -> float:
     """User and system CPU of this process and of the children it has waited for (Verilator, make, Icarus, Yosys)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+CPU_AT_SETUP = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -62,5 +65,3 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem):
     finally:
         item.user_properties.append(("cpu_s", round(cpu_seconds() - item.stash[CPU_AT_SETUP], 2)))
 
-
-CPU_AT_SETUP = pytest.StashKey[float]()

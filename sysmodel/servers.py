@@ -337,7 +337,7 @@ class DecodeServer(Server):
         if not self.running:
             return
         batch = len(self.running)
-        steps = min(r.output_len - len(r.token_times) for r in self.running)
+        steps = min(r.output_len - r.tokens for r in self.running)
         self.start(decode_work(batch, self.context + batch * np.arange(steps)))
 
     def completed(self, ends: np.ndarray) -> None:
@@ -345,16 +345,15 @@ class DecodeServer(Server):
         self.step()
 
     def _emit_tokens(self, ends: np.ndarray) -> None:
-        times, still = ends.tolist(), []
+        ends, count, still = ends.copy(), len(ends), []     # one copy for the whole batch
         for request in self.running:
             share = request.context + 1          # what the request adds to `self.context` before this block
-            request.token_times.extend(times)
+            request.emit_block(ends)
             if request.done:
-                request.finish = times[-1]
                 self.context -= share
                 self._retire(request)
             else:
-                self.context += len(times)
+                self.context += count
                 still.append(request)
         self.running = still
 

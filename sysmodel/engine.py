@@ -2,7 +2,7 @@
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +77,24 @@ class EventLoop:
 
     def at(self, time: float, action: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (time, next(self._order), action))
+
+    def arrivals(self, requests: Sequence[Request], submit: Callable[[Request], None]) -> None:
+        """`submit` each request at its arrival, holding one pending event instead of one per request. Arrivals
+        run before anything else due at the same instant, in the order given, exactly as if every one had been
+        scheduled (with `at`) before the run."""
+        order = sorted(range(len(requests)), key=lambda k: requests[k].arrival)
+        first = -len(requests)      # below every `at` tie-breaker, in the order the requests were given
+
+        def arrive(position: int) -> None:
+            request = requests[order[position]]
+            if position + 1 < len(order):
+                following = order[position + 1]
+                heapq.heappush(self._heap, (requests[following].arrival, first + following,
+                                            lambda: arrive(position + 1)))
+            submit(request)
+
+        if order:
+            heapq.heappush(self._heap, (requests[order[0]].arrival, first + order[0], lambda: arrive(0)))
 
     def run(self) -> float:
         """Run to the last event; returns its time."""

@@ -90,8 +90,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     loop = EventLoop()
     system = build(config.system, setting, loop)
     requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
-    for request in requests:
-        loop.at(request.arrival, lambda request=request: system.submit(request))
+    loop.arrivals(requests, system.submit)
     started = time.perf_counter()
     loop.run()
     log.info("%s: %d requests on %s simulated in %.2f s", config.system, len(requests), model.name,

@@ -1,4 +1,4 @@
-"""Metrics of a finished run: per-request latencies, distributions (p50/p99, not just means), throughput,
+"""Metrics of a finished run: per-request latencies, distributions (p50/p90/p99, not just means), throughput,
 utilization and energy (paper §6.2–6.7)."""
 import math
 from collections.abc import Sequence
@@ -28,9 +28,9 @@ def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
     values = np.asarray(values)
     values = values[~np.isnan(values)]
     if values.size == 0:
-        return {"mean": math.nan, "p50": math.nan, "p99": math.nan}
+        return {"mean": math.nan, "p50": math.nan, "p90": math.nan, "p99": math.nan}
     return {"mean": float(values.mean()), "p50": float(np.percentile(values, 50)),
-            "p99": float(np.percentile(values, 99))}
+            "p90": float(np.percentile(values, 90)), "p99": float(np.percentile(values, 99))}
 
 
 def token_gaps(requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray]:

@@ -79,11 +79,13 @@ class EventLoop:
         heapq.heappush(self._heap, (time, next(self._order), action))
 
     def arrivals(self, requests: Sequence[Request], submit: Callable[[Request], None]) -> None:
-        """`submit` each request at its arrival, holding one pending event instead of one per request. Arrivals
-        run before anything else due at the same instant, in the order given, exactly as if every one had been
-        scheduled (with `at`) before the run."""
+        """`submit` each request at its arrival, holding one pending event instead of one per request: the events
+        run in exactly the order they would if every arrival were scheduled with `at` now."""
         order = sorted(range(len(requests)), key=lambda k: requests[k].arrival)
-        first = -len(requests)      # below every `at` tie-breaker, in the order the requests were given
+        # The tie-breakers scheduling them all now would have taken: after the events already scheduled, before
+        # any scheduled later, in the order the requests were given.
+        first = next(self._order)
+        self._order = itertools.count(first + len(requests))
 
         def arrive(position: int) -> None:
             request = requests[order[position]]

@@ -9,9 +9,10 @@ from sysmodel.metrics import grouped_percentile, token_gaps
 
 
 def _order(requests: list[Request], fed: bool) -> list[tuple[float, str]]:
-    """What runs when: each arrival, and at every arrival one event of its own scheduled at that same instant
-    and one at the next arrival's time (both must run after any arrival due then)."""
+    """What runs when: an event scheduled before the arrivals, each arrival, and at every arrival one event of its
+    own scheduled at that same instant and one a second later."""
     loop, ran = EventLoop(), []
+    loop.at(1.0, lambda: ran.append((loop.now, "scheduled before the arrivals")))
 
     def submit(request: Request) -> None:
         ran.append((loop.now, f"arrive {request.id}"))

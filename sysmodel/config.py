@@ -225,7 +225,7 @@ class SimulationConfig:
     overlap: bool = field(default=False, metadata=options(Option(
         "--allreduce-overlap", "overlap tensor-parallel all-reduces with compute (a layer takes the longer of the "
                                "two)", action="store_true", default=False)))
-    iteration_overhead: float = field(default=0.0, metadata=options(
+    iteration_overhead_s: float = field(default=0.0, metadata=options(
         Option("--iteration-overhead", "host time every GPU iteration adds (scheduling, sampling, launches), "
                                        "seconds; default 0, as the papers' systems (docs/pim-baselines.md)",
                metavar="SECONDS", type=float, default=0.0),

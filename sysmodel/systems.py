@@ -162,7 +162,7 @@ class Setting:
 
 def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
-    overhead = setting.config.iteration_overhead
+    overhead = setting.config.iteration_overhead_s
     if not setting.config.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf, overhead)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")

@@ -33,7 +33,7 @@ def test_the_overhead_lengthens_each_iteration_by_itself_and_lowers_its_offered_
 
 def run(table, system: str, overhead: float, output_len: int = 6):
     config = SimulationConfig(system=system, model="LLaMA2-70B", workload=FixedBatch(1, 2048, output_len),
-                              iteration_overhead=overhead)
+                              iteration_overhead_s=overhead)
     result = simulate(config, table)
     assert result.config["iteration_overhead_s"] == overhead
     (request,) = result.requests
@@ -63,4 +63,4 @@ def test_duopd_pays_it_on_the_gpu_prefill_not_on_the_pnm_decode(table) -> None:
 @pytest.mark.parametrize("bad", [-1e-3, float("nan"), float("inf")])
 def test_a_negative_or_non_finite_overhead_is_refused(bad) -> None:
     with pytest.raises(ConfigError, match="iteration overhead must be a finite number of seconds >= 0"):
-        SimulationConfig(system="pd-1:1", model="LLaMA2-70B", workload=FixedBatch(1, 16, 2), iteration_overhead=bad)
+        SimulationConfig(system="pd-1:1", model="LLaMA2-70B", workload=FixedBatch(1, 16, 2), iteration_overhead_s=bad)

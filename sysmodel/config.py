@@ -7,6 +7,7 @@ The field order is the order of the checks and of `basedie simulate --help`. An 
 (`--mmu-policy`, `--chunk-tokens`) is refused on the others (`System.options`); a flag that would have no effect
 is refused, so the written configuration describes what ran."""
 import argparse
+import math
 from dataclasses import dataclass, field, replace
 
 from basedie import verified
@@ -225,6 +226,12 @@ class SimulationConfig:
     overlap: bool = field(default=False, metadata=options(Option(
         "--allreduce-overlap", "overlap tensor-parallel all-reduces with compute (a layer takes the longer of the "
                                "two)", action="store_true", default=False)))
+    iteration_overhead_s: float = field(default=0.0, metadata=options(
+        Option("--iteration-overhead", "host time every GPU iteration adds (scheduling, sampling, launches), "
+                                       "seconds; default 0, as the papers' systems (docs/pim-baselines.md)",
+               metavar="SECONDS", type=float, default=0.0),
+        check=lambda seconds: None if isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0
+        else f"iteration overhead must be a finite number of seconds >= 0, got {seconds}"))
     mmu_policy: str = field(default="prefill-first", metadata=options(
         Option("--mmu-policy", f"duopd only: HBM arbitration between GPU and PNM, {_listed(POLICIES)} (default "
                                f"prefill-first)", metavar="POLICY"),
@@ -232,8 +239,10 @@ class SimulationConfig:
         check=lambda policy: None if policy in POLICIES else
         f"unknown MMU policy {policy!r}; choose one of {', '.join(POLICIES)}"))
     chunk_tokens: int | None = field(default=None, metadata=options(
-        Option("--chunk-tokens", "chunked only: prompt tokens per iteration (default 1024, 4096 for MoE)", metavar="N",
-               type=int),
+        Option("--chunk-tokens", "prompt tokens per iteration: chunked, gpu and colocated split prompts into chunks "
+                                 "of N (default 1024, 4096 for MoE); duopd, pd-* and sm-* prefill whole prompts, "
+                                 "first come first served, up to N tokens together (default: one prompt)",
+               metavar="N", type=int),
         read=_for_some_systems("chunk_tokens", None),
         check=lambda tokens: None if tokens is None or tokens >= 1 else "chunk size must be >= 1 token"))
     quantization: Quantization = field(default=Quantization(), metadata=options(

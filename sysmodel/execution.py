@@ -60,11 +60,13 @@ class GPUExecution:
     Each operator's time comes from the performance model (`sysmodel.perf`; the roofline by default: the longer
     of its compute time and its memory time), operators one after another, all-reduces after them (or overlapped
     with them when the model says so); `sm_fraction` < 1 scales the compute and caps the bandwidth by the GPU's
-    bandwidth-vs-SM curve (paper §3.2)."""
+    bandwidth-vs-SM curve (paper §3.2). `overhead_s`, the host's time per iteration (`--iteration-overhead`), is
+    added to every iteration: the GPUs wait for it, so it lengthens the iteration and lowers its offered load."""
     hardware: Hardware
     shard: Shard
     sm_fraction: float = 1.0
     perf: PerfModel = ROOFLINE
+    overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         require(0 < self.sm_fraction <= 1, f"SM fraction must be in (0, 1], got {self.sm_fraction}")
@@ -101,7 +103,7 @@ class GPUExecution:
         # two all-reduces per layer (after attention, after the MLP), half the bytes each
         reduce_s = perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * layer_seconds(perf, layer_s, reduce_s) + head_s
+        seconds = layers * layer_seconds(perf, layer_s, reduce_s) + head_s + self.overhead_s
         flops = layers * layer_flops + head_flops
         hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes

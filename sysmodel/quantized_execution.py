@@ -34,10 +34,12 @@ def quantized_weight_bytes(shard: Shard, gemm: GemmModel) -> float:
 
 @dataclass(frozen=True)
 class QuantizedGPUExecution:
-    """`shard.tp` GPUs running one iteration in tensor parallel with quantized linear layers."""
+    """`shard.tp` GPUs running one iteration in tensor parallel with quantized linear layers (plus the host's
+    `overhead_s` per iteration, as `GPUExecution`)."""
     hardware: Hardware
     shard: Shard
     gemm: GemmModel
+    overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         require(not self.shard.model.moe, f"{self.shard.model.name}: quantized MoE experts are not modelled")
@@ -75,7 +77,7 @@ class QuantizedGPUExecution:
         reduce_bytes = shard.all_reduce_bytes(work)
         reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * (layer_s + reduce_s) + head_s
+        seconds = layers * (layer_s + reduce_s) + head_s + self.overhead_s
         flops = layers * sum(op.flops for op in layer_ops) + sum(op.flops for op in head_ops)
         hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes

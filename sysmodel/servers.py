@@ -242,16 +242,18 @@ class Server:
 
 
 class PrefillServer(Server):
-    """Whole prompts, first come first served, one request per iteration (prompts here are 8K–32K tokens,
-    compute-bound on their own). `kv` is the pool the prompt's KV is written to; several servers may share
-    one `queue`."""
+    """Whole prompts, first come first served: an iteration runs the first prompt waiting and, with a
+    `token_budget`, the prompts after it while their tokens together stay within the budget (a prompt longer than
+    the budget runs alone; None: one prompt per iteration). `kv` is the pool the prompts' KV is written to;
+    several servers may share one `queue`."""
 
     def __init__(self, *args, kv: KVPool, handoff: Callable[[Request], None], queue: deque | None = None,
-                 **kwargs) -> None:
+                 token_budget: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.kv, self.handoff = kv, handoff
+        self.kv, self.handoff, self.token_budget = kv, handoff, token_budget
         self.queue: deque[Request] = deque() if queue is None else queue
-        self.current: Request | None = None
+        self.batch: list[Request] = []
+        self._kicked = False
         kv.waiters.append(self.try_start)
 
     def submit(self, request: Request) -> None:
@@ -259,18 +261,42 @@ class PrefillServer(Server):
         self.queue.append(request)
         self.try_start()
 
+    def _fits(self, tokens: int) -> bool:
+        """Whether the next prompt in the queue joins a batch already holding `tokens` prompt tokens."""
+        if not self.queue or (self.batch and (self.token_budget is None
+                                              or tokens + self.queue[0].input_len > self.token_budget)):
+            return False
+        return self.kv.reserve(self.queue[0])
+
     def try_start(self) -> None:
-        if self.busy or not self.queue or not self.kv.reserve(self.queue[0]):
+        """Start the next prompt now, or with a budget, a batch once everything due at this instant has run, so
+        that prompts arriving together are batched together."""
+        if self.token_budget is None:
+            self._start_batch()
+        elif not self.busy and not self._kicked:
+            self._kicked = True
+            self.loop.at(self.loop.now, self._start_batch)
+
+    def _start_batch(self) -> None:
+        self._kicked = False
+        if self.busy:
             return
-        self.current = request = self.queue.popleft()
-        request.prefill_start = self.loop.now
-        self.start(prefill_work(request.input_len))
+        tokens = 0
+        while self._fits(tokens):
+            request = self.queue.popleft()
+            request.prefill_start = self.loop.now
+            self.batch.append(request)
+            tokens += request.input_len
+        if self.batch:
+            parts = [prefill_work(request.input_len) for request in self.batch]
+            self.start(Work(*(sum(counts) for counts in zip(*parts))))
 
     def completed(self, ends: np.ndarray) -> None:
-        request, self.current = self.current, None
-        request.prefilled = request.input_len
-        request.emit(self.loop.now)
-        self.handoff(request)
+        batch, self.batch = self.batch, []
+        for request in batch:
+            request.prefilled = request.input_len
+            request.emit(self.loop.now)
+            self.handoff(request)
         self.try_start()
 
 

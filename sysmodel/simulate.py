@@ -67,6 +67,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "workload": {"kind": type(config.workload).__name__, **asdict(config.workload)},
         "hardware": _plain(asdict(hardware)), "max_batch": config.max_batch, "perf_model": config.perf_model,
         "all_reduce": config.all_reduce, "allreduce_overlap": config.overlap,
+        "iteration_overhead_s": config.iteration_overhead_s,
         "decode_hardware": _plain(asdict(decode_hardware)) if decode_hardware is not None else None,
         "mmu_policy": config.mmu_policy if "mmu_policy" in spec.options else None,
         "chunk_tokens": setting.chunk if "chunk_tokens" in spec.options else None,

@@ -42,9 +42,11 @@ class System:
     """A serving system's spec (a frozen dataclass of its shape), registered under its name in `SYSTEMS`: a new
     system is one module with its spec and one `SYSTEMS.register` line. `options`: the configuration fields only
     some systems read (refused elsewhere); `one_kv_server`: one server holds the KV cache, so a shared prefix or a
-    KV cache in HBF is modelled."""
+    KV cache in HBF is modelled; `prefill_batches`: the system's prefill servers batch whole prompts up to
+    `chunk_tokens` (default one prompt), rather than splitting prompts into chunks of it (`Setting.chunk`)."""
     options: ClassVar[frozenset] = frozenset()
     one_kv_server: ClassVar[bool] = False
+    prefill_batches: ClassVar[bool] = False
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         """Wire the system's servers on `setting` into `built` (its `submit` and accounts)."""
@@ -53,6 +55,8 @@ class System:
 
 @dataclass(frozen=True)
 class Disaggregated(System):
+    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
+    prefill_batches: ClassVar[bool] = True
     prefill_instances: int
     prefill_tp: int
     decode_instances: int
@@ -64,6 +68,8 @@ class Disaggregated(System):
 
 @dataclass(frozen=True)
 class SMPartition(System):
+    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
+    prefill_batches: ClassVar[bool] = True
     prefill_fraction: float
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
@@ -72,7 +78,8 @@ class SMPartition(System):
 
 @dataclass(frozen=True)
 class DuoPD(System):
-    options: ClassVar[frozenset] = frozenset({"mmu_policy"})
+    options: ClassVar[frozenset] = frozenset({"mmu_policy", "chunk_tokens"})
+    prefill_batches: ClassVar[bool] = True
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _duopd(self, setting, built)
@@ -133,7 +140,11 @@ class Setting:
         return perf_model(c.perf_model, self.hardware.gpu, c.all_reduce, self.hardware.link, c.overlap)
 
     @property
-    def chunk(self) -> int:
+    def chunk(self) -> int | None:
+        """Prompt tokens per iteration: a chunking system's chunk (default 1K dense, 4K MoE), or a
+        prefill server's budget of whole prompts (default None: one prompt per iteration, docs/pim-baselines.md)."""
+        if self.spec.prefill_batches:
+            return self.config.chunk_tokens
         return self.config.chunk_tokens or (4096 if self.model.moe else 1024)
 
     @cached_property
@@ -151,14 +162,15 @@ class Setting:
 
 def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
+    overhead = setting.config.iteration_overhead_s
     if not setting.config.quantization.quantized:
-        return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
+        return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf, overhead)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
     c = setting.config
     require(c.perf_model == "roofline" and c.all_reduce == "bandwidth" and not c.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
             f"{c.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
-    return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
+    return QuantizedGPUExecution(setting.hardware, shard, setting.gemm, overhead)
 
 
 def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
@@ -262,7 +274,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
                                            max_batch=setting.config.max_batch, finished=built.finished.append,
                                            kv_reserved=True))
     prefiller = _attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
-                                               handoff=decoder.submit))
+                                               handoff=decoder.submit, token_budget=setting.chunk))
     built.submit = prefiller.submit
 
 
@@ -272,7 +284,7 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     require(not setting.config.quantization.quantized,
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
-    gpu = GPUExecution(hw, shard, perf=setting.perf)
+    gpu = gpu_execution(setting, shard)
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
                        VectorFigures.from_verified(setting.table, hw.pnm))
     stacks = hw.gpus * hw.gpu.stacks
@@ -406,7 +418,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w,
                           hw.gpu.stack.energy_per_byte),
             kv=pool, handoff=lambda request, pool=pool, server=prefill_servers[index]: handoff(request, pool, server),
-            queue=queue)))
+            queue=queue, token_budget=setting.chunk)))
 
     def submit(request: Request) -> None:
         for decoder in decoders:

@@ -65,8 +65,6 @@ def test_each_bad_option_is_refused_with_its_own_message(extra, message) -> None
 
 @pytest.mark.parametrize("system, extra, message", [
     ("chunked", ["--mmu-policy", "mixed"], "--mmu-policy applies to duopd only, not chunked"),
-    ("pd-1:1", ["--chunk-tokens", "512"], "--chunk-tokens applies to chunked and gpu only, not pd-1:1"),
-    ("duopd", ["--chunk-tokens", "512"], "--chunk-tokens applies to chunked and gpu only, not duopd"),
     ("pd", ["--prefill-instances", "1", "--prefill-tp", "2", "--decode-instances", "1"],
      "--system pd needs --decode-tp"),
     ("pd", [], "--system pd needs --prefill-instances"),

@@ -285,7 +285,8 @@ BAD_INPUT = [
     (["--qps", "5", "--seed", "-1"], "--seed must be >= 0"),
     (["--system", "chunked", "--chunk-tokens", "0"], "chunk size must be >= 1"),
     (["--system", "chunked", "--mmu-policy", "mixed"], "--mmu-policy applies to duopd only"),
-    (["--chunk-tokens", "512"], "--chunk-tokens applies to chunked and gpu only"),
+    (["--iteration-overhead", "-0.001"], "iteration overhead must be a finite number of seconds >= 0"),
+    (["--iteration-overhead", "nan"], "iteration overhead must be a finite number of seconds >= 0"),
 ]
 
 

@@ -228,7 +228,7 @@ class SimulationConfig:
                                "two)", action="store_true", default=False)))
     iteration_overhead_s: float = field(default=0.0, metadata=options(
         Option("--iteration-overhead", "host time every GPU iteration adds (scheduling, sampling, launches), "
-                                       "seconds; default 0, as the papers' systems (docs/pim-baselines.md)",
+                                       "seconds; default 0, as the papers' systems (docs/design/pim-baselines.md)",
                metavar="SECONDS", type=float, default=0.0),
         check=lambda seconds: None if isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0
         else f"iteration overhead must be a finite number of seconds >= 0, got {seconds}"))

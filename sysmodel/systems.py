@@ -142,7 +142,7 @@ class Setting:
     @property
     def chunk(self) -> int | None:
         """Prompt tokens per iteration: a chunking system's chunk (default 1K dense, 4K MoE), or a
-        prefill server's budget of whole prompts (default None: one prompt per iteration, docs/pim-baselines.md)."""
+        prefill server's budget of whole prompts (default None: one prompt per iteration, docs/design/pim-baselines.md)."""
         if self.spec.prefill_batches:
             return self.config.chunk_tokens
         return self.config.chunk_tokens or (4096 if self.model.moe else 1024)

@@ -49,7 +49,10 @@ class QuantizedGPUExecution:
     def shapes(self) -> dict[str, list[tuple[int, int]]]:
         return linear_shapes(self.shard)
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
+             share=None) -> Cost:
+        """With co-runners on the memory, every kernel streams at the iteration's share (`bandwidth_scale`):
+        `share`, the per-operator coupling of `GPUExecution`, is not applied to the quantized kernels."""
         gpu, shard = self.hardware.gpu, self.shard
         bandwidth = gpu.memory.bandwidth * bandwidth_scale
         tokens = work.tokens

@@ -170,13 +170,13 @@ def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     prefix = setting.config.shared_prefix_tokens * shard.kv_bytes_per_token
     in_hbm = prefix if layout is None or layout.prefix == "hbm" else 0.0
     if layout is not None:
-        layout.check(shard)
-        weights = layout.hbm_resident_bytes(shard)
+        layout.check(shard, weights)
+        weights = layout.hbm_resident_bytes(shard, weights)
     if weights + in_hbm >= capacity:
         raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
                           f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
     if layout is not None and layout.kv == "hbf":
-        capacity = layout.hbf_bytes - layout.hbf_weight_bytes(shard) - (prefix - in_hbm)
+        capacity = layout.hbf_bytes - layout.hbf_weight_bytes(shard, setting.weight_bytes(shard)) - (prefix - in_hbm)
         require(capacity > 0, f"{setting.model.name}: layout {layout.name} leaves no HBF for the KV cache")
         return KVPool(int(capacity // shard.kv_bytes_per_token), name)
     return KVPool(int((capacity - weights - in_hbm) // shard.kv_bytes_per_token), name)
@@ -221,7 +221,8 @@ def _in_hbf(setting: Setting) -> bool:
 def _tier(setting: Setting, built: ServingSystem, shard: Shard) -> HBFTier | None:
     if not _in_hbf(setting):
         return None
-    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens)
+    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens,
+                   weight_bytes=setting.weight_bytes(shard))
     built.hbf.append(tier)
     return tier
 

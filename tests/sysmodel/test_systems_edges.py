@@ -285,13 +285,10 @@ def test_one_gpu_is_accounted_as_the_gpu_and_two_as_chunked_prefill(table) -> No
 
 # --- Refusals ---
 
-def test_a_configuration_refuses_no_batch_no_chunk_and_quantized_weights_in_hbf(table) -> None:
+def test_a_configuration_refuses_no_batch_and_no_chunk(table) -> None:
     make_setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1, chunk_tokens=1)      # the smallest of each
     for change, message in [({"max_batch": 0}, "max batch must be >= 1, got 0"),
-                            ({"chunk_tokens": 0}, "chunk size must be >= 1 token"),
-                            ({"quantization": W4, "memory": "B"},
-                             "quantized weights in an HBF package layout are not modelled (use --weights fp16 with "
-                             "--memory)")]:
+                            ({"chunk_tokens": 0}, "chunk size must be >= 1 token")]:
         with pytest.raises(ConfigError) as error:
             resolve(SimulationConfig(system="chunked", model=LLAMA2_70B, workload=FixedBatch(1, 1, 1), **change),
                     table)

@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import ClassVar
 
 from .arbitration import MMUArbitration
+from .base_die import StackDequant
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
@@ -270,12 +271,15 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
-    require(not setting.config.quantization.quantized,
-            "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
+    quant = setting.config.quantization
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
-    gpu = GPUExecution(hw, shard, perf=setting.perf)
+    # Quantized weights: the GPUs prefill through the chosen dequantization (`gpu_execution`); the PNMs decode
+    # through their stacks' DQBs whatever the GPU uses (`sysmodel.base_die`).
+    gpu = gpu_execution(setting, shard) if quant.quantized else GPUExecution(hw, shard, perf=setting.perf)
+    dequant = StackDequant.from_verified(setting.table, quant, hw.gpu) if quant.quantized else None
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
-                       VectorFigures.from_verified(setting.table, hw.pnm))
+                       VectorFigures.from_verified(setting.table, hw.pnm), dequant)
+    pnm_power_w = hw.pnm.power_w + (dequant.power_w if dequant else 0.0)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth
@@ -286,11 +290,11 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
         prefill=gpu,
         decode=pnm,
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
-                                      hw.gpus * hw.gpu.power_w, e_hbm),
-        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
+                                      hw.gpus * setting.gpu_power_w, e_hbm),
+        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * pnm_power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
         shard=shard, roles=("gpu", "pnm"),
-        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * hw.pnm.power_w, 0.0),
+        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * pnm_power_w, 0.0),
                                                e_hbm * (1 - hw.pnm_hbm_energy_saving))))
 
 

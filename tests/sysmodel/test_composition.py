@@ -5,7 +5,13 @@ import pytest
 
 from basedie import verified
 from sysmodel.composition import Cell, cells, outcome
-from sysmodel.quantized import sz_fraction
+from sysmodel.arbitration import MMUArbitration
+from sysmodel.base_die import StackDequant
+from sysmodel.execution import PNMExecution, PNMFigures, VectorFigures
+from sysmodel.hardware import PAPER_HARDWARE
+from sysmodel.llm import LLAMA2_70B
+from sysmodel.operators import Shard, decode_work
+from sysmodel.quantized import DQBFigures, Quantization, sz_fraction
 from sysmodel.simulate import simulate
 
 
@@ -26,8 +32,6 @@ def gap(cell: Cell) -> str | None:
         return "a shared prefix or a KV cache in HBF is modelled for chunked and gpu"
     if cell.system.startswith("colocated") and cell.memory in ("B", "C"):
         return "weights in HBF are not modelled for colocated deployments"
-    if quantized and cell.system == "duopd":
-        return "duopd: decoding quantized weights on the PNMs is not modelled"
     if quantized and cell.system.startswith("sm-"):
         return "SM partitions with quantized weights are not modelled"
     return None
@@ -60,3 +64,30 @@ def test_hbf_pages_hold_the_stored_quantized_bytes(table, weights, bits):
     # (n + 1) / ratio.
     n = fp16["frame_cache_objects"]
     assert n / ratio - 1 < quantized["frame_cache_objects"] < (n + 1) / ratio
+
+
+def _pnm(table, dequant=None, hw=PAPER_HARDWARE):
+    return PNMExecution(hw, Shard(LLAMA2_70B, hw.gpus), PNMFigures.from_verified(table, hw.pnm),
+                        MMUArbitration.from_verified(table, "prefill-first", hw),
+                        vector=VectorFigures.from_verified(table, hw.pnm), dequant=dequant)
+
+
+@pytest.mark.parametrize("weights, bits, mode", [("w4a16", 4, "int4_fp16"), ("w8a16", 8, "int8_fp16")])
+def test_the_pnm_reads_quantized_weights_through_the_dqbs(table, weights, bits, mode):
+    # One decode iteration of LLaMA2-70B on the PNMs: the linear layers' bytes read shrink to bits / 16 with
+    # the S/Z on top, the KV cache and the FP16 LM head are read as they are; the weight stream runs at the
+    # slower of the stack and the stack's DQBs (64 per HBM4 stack at 328 MHz, the verified beats per cycle).
+    quant = Quantization(weights, 128, "dqb")
+    dequant = StackDequant.from_verified(table, quant, PAPER_HARDWARE.gpu)
+    shard, work = Shard(LLAMA2_70B, 8), decode_work(16, 2048)
+    fp16, quantized = _pnm(table).cost(work), _pnm(table, dequant).cost(work)
+    linear = sum(op.weight_bytes for op in shard.layer_ops(work) if op.name in ("qkv", "o_proj", "mlp"))
+    stored = bits / 16 / (1 - sz_fraction(table, bits, 128))
+    saved = PAPER_HARDWARE.gpus * LLAMA2_70B.layers * linear * (1 - stored)     # every GPU's
+    assert fp16.hbm_bytes - quantized.hbm_bytes == pytest.approx(saved, rel=1e-9)
+    dqb = DQBFigures.from_verified(table, mode)
+    fp16_per_s = 64 * dqb.beat_bytes * dqb.clock_hz * min(dqb.output_beats_per_cycle,
+                                                          dqb.memory_beats_per_cycle * 16 / bits)
+    # The weights' FP16 bytes of one stack cannot come faster than its DQBs deliver them.
+    per_stack = LLAMA2_70B.layers * linear / PAPER_HARDWARE.gpu.stacks
+    assert quantized.seconds > per_stack / fp16_per_s

@@ -224,14 +224,11 @@ def test_quantized_weights_refuse_another_gpu_performance_model(table, change: d
                                 f"{message}; use --perf-model roofline alone")
 
 
-def test_quantized_weights_refuse_sm_partitions_and_pnm_decoding(table) -> None:
+def test_quantized_weights_refuse_sm_partitions(table) -> None:
     setting = make_setting(A100, LLAMA2_70B, table, quantization=W4)
     with pytest.raises(ConfigError) as error:
         build("sm-7:3", setting, EventLoop())
     assert str(error.value) == "SM partitions with quantized weights are not modelled"
-    with pytest.raises(ConfigError) as error:
-        build("duopd", setting, EventLoop())
-    assert str(error.value) == "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)"
 
 
 # --- The performance model every executor gets ---

@@ -154,12 +154,13 @@ def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
     if not setting.config.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
-    require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
     c = setting.config
     require(c.perf_model == "roofline" and c.all_reduce == "bandwidth" and not c.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
             f"{c.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
-    return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
+    if sm_fraction == 1.0:
+        return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
+    return QuantizedGPUExecution.partition(setting.hardware, shard, setting.gemm, sm_fraction)
 
 
 def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:

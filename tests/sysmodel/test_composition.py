@@ -10,7 +10,10 @@ from sysmodel.base_die import StackDequant
 from sysmodel.execution import PNMExecution, PNMFigures, VectorFigures
 from sysmodel.hardware import PAPER_HARDWARE
 from sysmodel.llm import LLAMA2_70B
-from sysmodel.operators import Shard, decode_work
+from sysmodel.operators import Shard, decode_work, prefill_work, ring_all_reduce_s
+from sysmodel.presets import PRESETS
+from sysmodel.quantized import GemmModel
+from sysmodel.quantized_execution import QuantizedGPUExecution
 from sysmodel.quantized import DQBFigures, Quantization, sz_fraction
 from sysmodel.simulate import simulate
 
@@ -32,8 +35,6 @@ def gap(cell: Cell) -> str | None:
         return "a shared prefix or a KV cache in HBF is modelled for chunked and gpu"
     if cell.system.startswith("colocated") and cell.memory in ("B", "C"):
         return "weights in HBF are not modelled for colocated deployments"
-    if quantized and cell.system.startswith("sm-"):
-        return "SM partitions with quantized weights are not modelled"
     return None
 
 
@@ -91,3 +92,23 @@ def test_the_pnm_reads_quantized_weights_through_the_dqbs(table, weights, bits, 
     # The weights' FP16 bytes of one stack cannot come faster than its DQBs deliver them.
     per_stack = LLAMA2_70B.layers * linear / PAPER_HARDWARE.gpu.stacks
     assert quantized.seconds > per_stack / fp16_per_s
+
+
+@pytest.mark.parametrize("dequant, kernel", [("gpu-fused", "gptq"), ("gpu-split", "gptq"), ("dqb", None)])
+def test_an_sm_partition_runs_quantized_kernels_on_its_share_of_the_sms(table, dequant, kernel):
+    # Half of an A100's 108 SMs: a compute-bound prefill (8K tokens) takes nearly twice as long as on all of
+    # them (tensor and CUDA-core throughput halve; the A100's flat SM-bandwidth curve keeps the bandwidth); a
+    # memory-bound decode iteration no shorter.
+    a100 = PRESETS["a100-sxm4-80gb"]
+    gemm = GemmModel.build(a100.gpu, Quantization("w4a16", 128, dequant, kernel), table)
+    shard = Shard(LLAMA2_70B, 8)
+    whole = QuantizedGPUExecution(a100, shard, gemm)
+    half = QuantizedGPUExecution.partition(a100, shard, gemm, 0.5)
+    work = prefill_work(8192)
+    prefill = whole.cost(work)
+    assert prefill.offered < 0.5           # compute-bound
+    reduce_s = LLAMA2_70B.layers * ring_all_reduce_s(shard.all_reduce_bytes(work), shard.tp, a100.link.bandwidth)
+    # Everything but the all-reduces slows down, at most twofold (the memory-bound norms and LM head do not).
+    ratio = (half.cost(work).seconds - reduce_s) / (prefill.seconds - reduce_s)
+    assert 1.9 < ratio <= 2 + 1e-12
+    assert half.cost(decode_work(16, 2048)).seconds >= whole.cost(decode_work(16, 2048)).seconds

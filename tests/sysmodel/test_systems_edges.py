@@ -224,13 +224,6 @@ def test_quantized_weights_refuse_another_gpu_performance_model(table, change: d
                                 f"{message}; use --perf-model roofline alone")
 
 
-def test_quantized_weights_refuse_sm_partitions(table) -> None:
-    setting = make_setting(A100, LLAMA2_70B, table, quantization=W4)
-    with pytest.raises(ConfigError) as error:
-        build("sm-7:3", setting, EventLoop())
-    assert str(error.value) == "SM partitions with quantized weights are not modelled"
-
-
 # --- The performance model every executor gets ---
 
 def test_every_executor_prices_with_the_settings_performance_model(table) -> None:

@@ -33,8 +33,6 @@ def gap(cell: Cell) -> str | None:
     kv_apart = cell.placement in ("kv-hbf", "prefix-hbf") or cell.placement == "prefix-hbm"
     if kv_apart and cell.system in ("duopd", "pd-1:1", "sm-7:3"):
         return "a shared prefix or a KV cache in HBF is modelled for chunked and gpu"
-    if cell.system.startswith("colocated") and cell.memory in ("B", "C"):
-        return "weights in HBF are not modelled for colocated deployments"
     return None
 
 
@@ -112,3 +110,14 @@ def test_an_sm_partition_runs_quantized_kernels_on_its_share_of_the_sms(table, d
     ratio = (half.cost(work).seconds - reduce_s) / (prefill.seconds - reduce_s)
     assert 1.9 < ratio <= 2 + 1e-12
     assert half.cost(decode_work(16, 2048)).seconds >= whole.cost(decode_work(16, 2048)).seconds
+
+
+@pytest.mark.parametrize("weights, dequant", [("fp16", None), ("w4a16", "dqb")])
+def test_one_colocated_instance_with_weights_in_hbf_is_the_chunked_system(table, weights, dequant):
+    # colocated:1x8 with Sarathi's scheduler is chunked prefill on all eight GPUs: through layout C's HBF tier
+    # too, the two wirings give the same token times and the same flash traffic.
+    def run(system):
+        return simulate(Cell(system, weights, dequant, None, "C", "kv-hbm").config(), table)
+    chunked, colocated = run("chunked"), run("colocated:1x8")
+    assert [r.token_times for r in colocated.requests] == [r.token_times for r in chunked.requests]
+    assert colocated.summary["hbf"]["hbf_media_read_bytes"] == chunked.summary["hbf"]["hbf_media_read_bytes"] > 0

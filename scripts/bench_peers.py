@@ -3,7 +3,7 @@
     python scripts/bench_peers.py --distserve PATH --distserve-python PY --splitwise PATH --splitwise-python PY \
         [--requests 1000 10000] [--out DIR]
 
-Fetches nothing: give each peer's checkout and a Python that has its dependencies (docs/fidelity.md says which).
+Fetches nothing: give each peer's checkout and a Python that has its dependencies (docs/design/fidelity.md says which).
 For each request count it writes one Poisson workload (2 req/s, lognormal lengths around 256 prompt → 128 output
 tokens, cv 0.3; `scripts/compare_peers.py`'s writer) in all three input formats and replays it, each tool as its
 own process, on matching deployments:
@@ -90,20 +90,52 @@ def run(python: str, cwd: Path, target: str, entry: list[str], log: Path) -> dic
     return {"wall_s": wall, "cpu_s": cpu, "core_wall_s": core_wall, "core_cpu_s": core_cpu}
 
 
-def ours(folder: Path, name: str, tp: int, model: str, hardware: str, gpus: int) -> tuple[str, str, list[str]]:
+def ours(folder: Path, name: str, tp: int, model: str, hardware: str, gpus: int,
+         plots: bool = False) -> tuple[str, str, list[str]]:
     argv = ["simulate", "--system", "pd", "--prefill-instances", "1", "--prefill-tp", str(tp),
             "--decode-instances", "1", "--decode-tp", str(tp), "--model", model, "--hardware", hardware,
             "--hw", f"gpus={gpus}", "--batch", "512", "--chunk-tokens", "2048", "--perf-model", "measured",
-            "--trace", str(folder / f"{name}.jsonl"), "--no-plots", "--out", str(folder / f"{name}.ours-tp{tp}")]
+            "--trace", str(folder / f"{name}.jsonl"), *([] if plots else ["--no-plots"]),
+            "--out", str(folder / f"{name}.ours-tp{tp}")]
     return "sysmodel.engine:EventLoop.run", "basedie.cli:main", argv
+
+
+def tools(folder: Path, name: str, n: int, args: argparse.Namespace, plots: bool = False) -> dict[str, tuple]:
+    """Each tool's (python, working folder, timed method, entry, arguments) on workload `name` of `n` requests;
+    ours with or without its plots."""
+    splitwise = compare_peers().PEERS["splitwise-pd-h100"].overrides
+    return {
+        "ours, DistServe's deployment": (sys.executable, Path.cwd(),
+                                         *ours(folder, name, 1, "OPT-13B", "a100-sxm4-80gb", 8, plots)),
+        "DistServe": (args.distserve_python, args.distserve.resolve(), "simpy.core:Environment.run",
+                      "-m", ["simdistserve.benchmarks.simulate_dist", "--backend", "distserve", "--model",
+                             "facebook/opt-13b", "--N", str(n), "--arrival", "custom", "--workload",
+                             str(folder / f"{name}.json"), "--tp-prefill", "1", "--tp-decode", "1",
+                             "--output-request-latency", str(folder / f"{name}.distserve.csv")]),
+        "ours, splitwise-sim's deployment": (sys.executable, Path.cwd(),
+                                             *ours(folder, name, 8, "Llama-2-70B", "h100-sxm5-80gb", 16, plots)),
+        "splitwise-sim": (args.splitwise_python, args.splitwise.resolve(), "simulator:Simulator.run",
+                          "run.py", ["--config-dir", str(folder), "--config-name", "splitwise-peer",
+                                     f"trace.path={folder}/{name}.splitwise.csv",
+                                     f"output_dir={folder}/{name}.splitwise-pd-h100", *splitwise]),
+    }
+
+
+def run_tool(spec: tuple, log: Path) -> dict[str, float]:
+    python, cwd, target, entry, rest = spec
+    return run(python, cwd, target, [entry, *rest] if entry != "-m" else ["-m", *rest], log)
+
+
+def add_peer_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--distserve", type=Path, required=required, help="a DistServe checkout")
+    parser.add_argument("--distserve-python", required=required, help="a Python with simpy, pandas and numpy")
+    parser.add_argument("--splitwise", type=Path, required=required, help="a splitwise-sim checkout")
+    parser.add_argument("--splitwise-python", required=required, help="a Python with splitwise-sim's dependencies")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--distserve", type=Path, required=True, help="a DistServe checkout")
-    parser.add_argument("--distserve-python", required=True, help="a Python with simpy, pandas and numpy")
-    parser.add_argument("--splitwise", type=Path, required=True, help="a splitwise-sim checkout")
-    parser.add_argument("--splitwise-python", required=True, help="a Python with splitwise-sim's dependencies")
+    add_peer_arguments(parser)
     parser.add_argument("--requests", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--out", type=Path, default=Path("build/bench_peers"))
     parser.add_argument("--json", type=Path, help="write every measurement here")
@@ -113,29 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     peers = compare_peers()
     folder = args.out.resolve()
     peers.write_workloads(folder, {f"r{n}": (n, RATE, PROMPT, OUTPUT) for n in args.requests})
-    splitwise = peers.PEERS["splitwise-pd-h100"].overrides
     results = {}
     for n in args.requests:
         name = f"r{n}"
-        tools = {
-            "ours, DistServe's deployment": (sys.executable, Path.cwd(),
-                                             *ours(folder, name, 1, "OPT-13B", "a100-sxm4-80gb", 8)),
-            "DistServe": (args.distserve_python, args.distserve.resolve(), "simpy.core:Environment.run",
-                          "-m", ["simdistserve.benchmarks.simulate_dist", "--backend", "distserve", "--model",
-                                 "facebook/opt-13b", "--N", str(n), "--arrival", "custom", "--workload",
-                                 str(folder / f"{name}.json"), "--tp-prefill", "1", "--tp-decode", "1",
-                                 "--output-request-latency", str(folder / f"{name}.distserve.csv")]),
-            "ours, splitwise-sim's deployment": (sys.executable, Path.cwd(),
-                                                 *ours(folder, name, 8, "Llama-2-70B", "h100-sxm5-80gb", 16)),
-            "splitwise-sim": (args.splitwise_python, args.splitwise.resolve(), "simulator:Simulator.run",
-                              "run.py", ["--config-dir", str(folder), "--config-name", "splitwise-peer",
-                                         f"trace.path={folder}/{name}.splitwise.csv",
-                                         f"output_dir={folder}/{name}.splitwise-pd-h100", *splitwise]),
-        }
-        for tool, (python, cwd, target, entry, rest) in tools.items():
-            entry = [entry, *rest] if entry != "-m" else ["-m", *rest]
-            results[n, tool] = run(python, cwd, target, entry, folder / f"{name}.{tool.split(',')[0]}.log")
-            r = results[n, tool]
+        for tool, spec in tools(folder, name, n, args).items():
+            results[n, tool] = r = run_tool(spec, folder / f"{name}.{tool.split(',')[0]}.log")
             print(f"{n:6d} requests  {tool:33s} process {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s CPU   "
                   f"core {r['core_wall_s']:7.3f} s wall {r['core_cpu_s']:7.3f} s CPU", flush=True)
         for peer, mine in (("DistServe", "ours, DistServe's deployment"),
@@ -146,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{a['core_cpu_s'] / b['core_cpu_s']:5.1f}x CPU")
     if len(args.requests) > 1:
         small, large = min(args.requests), max(args.requests)
-        for tool in tools:
+        for tool in dict.fromkeys(t for _, t in results):
             a, b = results[small, tool], results[large, tool]
             print(f"{tool:33s} {large} ÷ {small} requests ({large / small:.0f}x): core CPU "
                   f"{b['core_cpu_s'] / a['core_cpu_s']:5.1f}x, process CPU {b['cpu_s'] / a['cpu_s']:5.1f}x")

@@ -2,21 +2,111 @@
 
     python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3] [--perf-model NAME] [--systems A,B]
                                      [--memory hbm|A|B|C|FILE] [--gpus N]
+    python scripts/bench_sysmodel.py --scale 10000 100000 1000000 [--peers --distserve PATH --distserve-python PY
+                                     --splitwise PATH --splitwise-python PY] [--out docs/results-scale.md]
 
-HBF's speed target (docs/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
+`--scale N...`: the production-scale targets (docs/results/scale.md). Each N runs `basedie simulate --system duopd --model
+LLaMA2-70B --qps 4 --requests N --no-plots` as its own process and reports its wall and CPU seconds, its peak RSS
+and both per request; with `--peers`, the 1,000-request workload of `scripts/bench_peers.py` runs as whole
+processes, ours with its plots on, beside DistServe and splitwise-sim. Writes the Markdown table to `--out`.
+
+HBF's speed target (docs/design/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
 --input-len 1024 --output-len 128`, beside the same run with `--memory A` (HBM only) in one invocation each.
 
 Prints, per system, the best wall time of `simulate()` over the repeats (the verified table is loaded once,
 beforehand, and timed separately) and how many output tokens per second of wall time that is.
 """
 import argparse
+import importlib.util
+import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from basedie import verified
 from sysmodel.hardware import PAPER_HARDWARE, with_overrides
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import SYSTEMS
 from sysmodel.workload import PoissonArrivals
+
+
+# Runs `basedie` in this process and prints its peak resident set (kB) to stderr at exit.
+PEAK = ("import atexit, resource, sys\n"
+        "atexit.register(lambda: print(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', "
+        "file=sys.stderr))\n"
+        "from basedie.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))")
+TARGETS = {"seconds": {100_000: 8.0, 1_000_000: 60.0}, "peak_rss_mb": {1_000_000: 2048.0}, "peers": 5.0}
+
+
+def simulate_process(requests: int, out: Path) -> dict[str, float]:
+    """`basedie simulate` of the scale workload as its own process: wall, CPU (the child's user + system) and peak
+    RSS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
+                           "--qps", "4", "--requests", str(requests), "--no-plots", "--out", str(out)],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peaks = [line for line in done.stderr.splitlines() if line.startswith("PEAK_RSS_KB ")]
+    if done.returncode != 0 or not peaks:
+        raise SystemExit(f"basedie simulate --requests {requests} failed (exit {done.returncode}):\n"
+                         f"{done.stderr[-2000:]}")
+    return {"wall_s": wall, "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
+            "peak_rss_mb": int(peaks[-1].split()[1]) / 1024}
+
+
+def bench_peers():
+    spec = importlib.util.spec_from_file_location("bench_peers", Path(__file__).parent / "bench_peers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def scale(args: argparse.Namespace) -> int:
+    """The production-scale targets, measured in one run; a Markdown table to `args.out`."""
+    folder = args.folder.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["| requests | wall | CPU | peak RSS | CPU per request | added RSS per added request | target |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    print(f"{'requests':>9} {'wall s':>8} {'CPU s':>8} {'peak MB':>8} {'CPU ms/req':>10} {'added kB/req':>12}  target")
+    previous = None     # (requests, peak MB) of the size before: memory per request beyond the process's base
+    for n in sorted(args.scale):
+        r = simulate_process(n, folder / f"duopd-{n}")
+        wanted = [f"≤ {TARGETS['seconds'][n]:g} s wall"] if n in TARGETS["seconds"] else []
+        wanted += [f"≤ {TARGETS['peak_rss_mb'][n]:g} MB"] if n in TARGETS["peak_rss_mb"] else []
+        met = (r["wall_s"] <= TARGETS["seconds"].get(n, float("inf"))
+               and r["peak_rss_mb"] <= TARGETS["peak_rss_mb"].get(n, float("inf")))
+        verdict = f"{', '.join(wanted)}: {'met' if met else 'missed'}" if wanted else ""
+        added = (r["peak_rss_mb"] - previous[1]) * 1024 / (n - previous[0]) if previous else float("nan")
+        previous = n, r["peak_rss_mb"]
+        print(f"{n:9d} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s'] / n * 1e3:10.3f} "
+              f"{added:12.2f}  {verdict}", flush=True)
+        lines.append(f"| {n:,} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {r['peak_rss_mb']:.0f} MB | "
+                     f"{r['cpu_s'] / n * 1e3:.3f} ms | {'' if added != added else f'{added:.2f} kB'} | {verdict} |")
+    if args.peers:
+        lines += ["", "| 1,000 requests, whole processes | wall | CPU | peer ÷ ours (wall, CPU) |",
+                  "| --- | --- | --- | --- |"]
+        peers = bench_peers()
+        peers.compare_peers().write_workloads(folder, {"r1000": (1000, peers.RATE, peers.PROMPT, peers.OUTPUT)})
+        results = {tool: peers.run_tool(spec, folder / f"r1000.{tool.split(',')[0]}.log")
+                   for tool, spec in peers.tools(folder, "r1000", 1000, args, plots=True).items()}
+        for tool, r in results.items():
+            mine = {"DistServe": "ours, DistServe's deployment", "splitwise-sim": "ours, splitwise-sim's deployment"}
+            ratio = ""
+            if tool in mine:
+                a, b = r, results[mine[tool]]
+                ratio = (f"{a['wall_s'] / b['wall_s']:.1f}×, {a['cpu_s'] / b['cpu_s']:.1f}× (target ≥ "
+                         f"{TARGETS['peers']:g}×)")
+            print(f"{tool:33s} {r['wall_s']:8.2f} s wall {r['cpu_s']:8.2f} s CPU  {ratio}", flush=True)
+            lines.append(f"| {tool}{' (plots on)' if tool.startswith('ours') else ''} | {r['wall_s']:.1f} s | "
+                         f"{r['cpu_s']:.2f} s | {ratio} |")
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
+        print(f"table written to {args.out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +119,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--perf-model", default="roofline", help="roofline, measured or roofline-efficiency")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated (default: all)")
-    parser.add_argument("--memory", default="hbm", help="package layout: hbm, A, B, C or a layout file (docs/hbf.md)")
+    parser.add_argument("--memory", default="hbm",
+                        help="package layout: hbm, A, B, C or a layout file (docs/design/hbf.md)")
     parser.add_argument("--gpus", type=int, default=None, help="GPUs of the paper hardware (default: its 8)")
+    parser.add_argument("--scale", type=int, nargs="+", metavar="N", help="the scale targets at N requests each")
+    parser.add_argument("--peers", action="store_true", help="with --scale: the 1,000-request peer comparison")
+    bench_peers().add_peer_arguments(parser, required=False)
+    parser.add_argument("--folder", type=Path, default=Path("build/bench_scale"), help="where runs write")
+    parser.add_argument("--out", type=Path, help="with --scale: write the Markdown table here")
     args = parser.parse_args(argv)
+    if args.scale is not None:
+        if min(args.scale) < 1:
+            parser.error("--scale request counts must be >= 1")
+        missing = [flag for flag in ("distserve", "distserve_python", "splitwise", "splitwise_python")
+                   if getattr(args, flag) is None]
+        if args.peers and missing:
+            parser.error(f"--peers needs --{missing[0].replace('_', '-')}")
+        return scale(args)
+    if args.peers:
+        parser.error("--peers goes with --scale")
 
     start = time.perf_counter()
     table = verified.load()

@@ -652,7 +652,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="GPU performance model of every run (roofline-efficiency: the H100's measured "
                              "efficiencies on the paper's GPU)")
     parser.add_argument("--allreduce", default="bandwidth", choices=ALL_REDUCE_MODELS,
-                        help="all-reduce model of the roofline (docs/fidelity.md)")
+                        help="all-reduce model of the roofline (docs/design/fidelity.md)")
     parser.add_argument("--allreduce-overlap", action="store_true", help="overlap all-reduces with compute")
     parser.add_argument("--fig9-load", type=float, default=FIG9_LOAD, metavar="X",
                         help=f"Fig. 9's Poisson rate as a multiple of DuoPD's estimated capacity (default "

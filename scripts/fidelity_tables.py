@@ -1,4 +1,4 @@
-"""Write docs/fidelity-studies.md from the headline tables of full runs of the StreamDQ and HBF studies.
+"""Write docs/results/fidelity-studies.md from the headline tables of full runs of the StreamDQ and HBF studies.
 
     python scripts/streamdq_study.py && python scripts/hbf_study.py && python scripts/fidelity_tables.py
 
@@ -59,7 +59,8 @@ def table(text: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=Path, default=ROOT / "build" / "study", help="the studies' output folder")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "fidelity-studies.md", help="the page written")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "fidelity-studies.md",
+                        help="the page written")
     args = parser.parse_args(argv)
     tables = [args.studies / name / "headline.md" for name in ("streamdq", "hbf")]
     missing = [str(t) for t in tables if not t.is_file()]

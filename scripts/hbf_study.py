@@ -280,7 +280,8 @@ def item4(scale: Scale, out: Path) -> list[Claim]:
     by = {r["layout"]: r for r in rows}
     return [Claim("4", "installed capacity A -> C", "216 -> 1,572 GiB",
                   f"{by['A']['installed_gib']:,.0f} -> {by['C']['installed_gib']:,.0f} GiB",
-                  "layouts reconstructed from these capacities (docs/hbf.md): exact by construction, not a check"),
+                  "layouts reconstructed from these capacities (docs/design/hbf.md): exact by construction, "
+                  "not a check"),
             Claim("4", f"HBM-resident KV tokens, {experts / GIB:.1f} GiB expert set in HBM", "~1.72 M (A), ~0.54 M (B)",
                   f"{by['A']['kv_tokens_experts_in_hbm'] / 1e6:.2f} M (A), "
                   f"{by['B']['kv_tokens_experts_in_hbm'] / 1e6:.2f} M (B)",
@@ -436,7 +437,7 @@ def item7(scale: Scale, out: Path) -> list[Claim]:
 
 def item8(scale: Scale, out: Path) -> list[Claim]:
     """DuoPD on the paper's 8 GPUs with HBF: GPU prefill and PNM decode share each package's HBF tier (one frame
-    cache, one package heating; docs/hbf.md, "Systems"). Not in the seed (HBFSim serves one GPU)."""
+    cache, one package heating; docs/design/hbf.md, "Systems"). Not in the seed (HBFSim serves one GPU)."""
     rows = []
     for model, layouts in ((MOE, ("A", "B", "C")), ("Qwen3-235B-A22B", ("A", "C"))):
         for memory in layouts:

@@ -1,4 +1,4 @@
-"""The MMU's arbitration grid behind two memory models, side by side, as the Markdown tables of docs/dram.md.
+"""The MMU's arbitration grid behind two memory models, side by side, as the Markdown tables of docs/design/dram.md.
 
     basedie verify mmu --table /tmp/dram_ideal.json
     basedie verify mmu --memory-model hbm3 --table /tmp/dram.json

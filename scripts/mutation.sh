@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation testing with mutmut, one module at a time (docs/mutation.md; modules and their tests:
+# Mutation testing with mutmut, one module at a time (docs/guides/mutation.md; modules and their tests:
 # scripts/mutation_modules.toml). Not part of the default pytest run.
 #
 #   scripts/mutation.sh                     # every module in turn, then the kill rate per module

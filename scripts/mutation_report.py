@@ -1,4 +1,4 @@
-"""Mutation testing per module (docs/mutation.md). Each module (scripts/mutation_modules.toml) runs in its own
+"""Mutation testing per module (docs/guides/mutation.md). Each module (scripts/mutation_modules.toml) runs in its own
 folder, build/mutation/<module>/, with a mutmut configuration naming only its file and its tests, so a run pays
 for the tests of that module only and modules can be rerun one at a time.
 

@@ -1,4 +1,4 @@
-"""Print the synthesis table (`basedie synth`) as Markdown: the Results section of docs/synthesis.md.
+"""Print the synthesis table (`basedie synth`) as Markdown: the table of docs/results/synthesis.md.
 
     python scripts/synthesis_table.py [--table sysmodel/data/synthesized_blocks.json]
 """

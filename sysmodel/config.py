@@ -26,7 +26,7 @@ from .systems import SYSTEMS, Disaggregated, Setting, using
 from .traces import Trace
 from .workload import DEFAULT_LENGTH_CV, FixedBatch, PoissonArrivals
 
-HBF_GROUP = "High-Bandwidth Flash (docs/hbf.md)"
+HBF_GROUP = "High-Bandwidth Flash (docs/design/hbf.md)"
 DEPLOYMENT_FLAGS = {"pd": ("prefill_instances", "prefill_tp", "decode_instances", "decode_tp"),
                     "colocated": ("instances", "tp", "scheduler", "router")}
 SYNTHETIC_FLAGS = ("arrival_cv", "input_dist", "output_dist", "input_range", "output_range")
@@ -156,7 +156,7 @@ def _pools() -> tuple[Option, ...]:
                   for flag in ("prefill-instances", "prefill-tp", "decode-instances", "decode-tp", "instances", "tp"))
     return pools + (
         Option("--scheduler", lambda: f"--system colocated: {_listed(SCHEDULERS)} (default sarathi; "
-                                      f"docs/configuration.md)", metavar="NAME"),
+                                      f"docs/reference/configuration.md)", metavar="NAME"),
         Option("--router", lambda: f"--system colocated: {_listed(ROUTERS)} (default round-robin)", metavar="NAME"))
 
 
@@ -194,7 +194,7 @@ class SimulationConfig:
                               "spread, see sysmodel/workload.py)", metavar="X", type=float),
         Option("--seed", "random seed of the Poisson arrivals and lengths (default 0)", metavar="N", type=int,
                default=0),
-        Option("--trace", "replay a CSV/JSONL/JSON trace in a public format (docs/traces.md) or a shipped one: "
+        Option("--trace", "replay a CSV/JSONL/JSON trace in a public format (docs/guides/traces.md) or a shipped one: "
                           "azure-conv-2023, azure-code-2023", metavar="FILE|NAME"),
         Option("--arrivals", "with --trace: trace (default: its arrival column, required) or none (every request at "
                              "t = 0)", choices=("trace", "none")),
@@ -216,11 +216,12 @@ class SimulationConfig:
                              "is one pool of both)", metavar="NAME")))
     perf_model: str = field(default="roofline", metadata=options(Option(
         "--perf-model", lambda: f"how long a GPU operator takes: {_listed(PERF_MODELS)} (default roofline); see "
-                                f"docs/fidelity.md", metavar="NAME", default="roofline")))
+                                f"docs/design/fidelity.md", metavar="NAME", default="roofline")))
     all_reduce: str = field(default="bandwidth", metadata=options(Option(
         "--allreduce", f"roofline all-reduce: {_listed(ALL_REDUCE_MODELS)} (default bandwidth: ring bytes over the "
                        f"link; alpha-beta adds NCCL's latencies; nvls takes the faster of that ring and NVLink SHARP "
-                       f"where the NVSwitch has it); see docs/fidelity.md", metavar="MODEL", default="bandwidth")))
+                       f"where the NVSwitch has it); see docs/design/fidelity.md",
+        metavar="MODEL", default="bandwidth")))
     overlap: bool = field(default=False, metadata=options(Option(
         "--allreduce-overlap", "overlap tensor-parallel all-reduces with compute (a layer takes the longer of the "
                                "two)", action="store_true", default=False)))
@@ -246,7 +247,7 @@ class SimulationConfig:
         Option("--activations", "activation and dequantized-weight format: fp16 (default) or bf16", metavar="FORMAT",
                default="fp16"),
         Option("--kernel-model", "quantized weights: price the GPU's GEMM kernels by their instruction-count roofline "
-                                 "(default) or as measured (public benchmarks; docs/fidelity-studies.md)",
+                                 "(default) or as measured (public benchmarks; docs/results/fidelity-studies.md)",
                default="roofline", choices=("roofline", "measured")),
         Option("--dqb-link", "--dequant dqb: the die-to-die link carries the expanded 16-bit weights at the stack's "
                              "bandwidth (default), or is assumed not to bind", default="expanded",
@@ -264,8 +265,8 @@ class SimulationConfig:
         Option("--prefetch", "none (default), next-layer or moe-speculative", metavar="MODE"),
         Option("--ambient-c", "coolant temperature (default 45 C)", metavar="T", type=float),
         Option("--routing-skew", "MoE expert popularity ~ rank^-S (default 0: uniform)", metavar="S", type=float),
-        Option("--routing-trace", "replay MoE routing from FILE instead of the seeded model (format: docs/hbf.md)",
-               metavar="FILE"),
+        Option("--routing-trace",
+               "replay MoE routing from FILE instead of the seeded model (format: docs/design/hbf.md)", metavar="FILE"),
         read=_hbf, group=HBF_GROUP))
     shared_prefix_tokens: int = field(default=0, metadata=options(
         Option("--shared-prefix-tokens", "every prompt starts with the same N tokens, their KV stored once in the "

@@ -160,7 +160,7 @@ NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energ
 # (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
 # conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
 # (1.56 mm², §6.7), not its width. 128 FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
-# docs/effects.md ("The PNM's vector unit") shows what other widths change.
+# docs/design/effects.md ("The PNM's vector unit") shows what other widths change.
 PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=6.45,
                      all_reduce_s=500e-9)
 

@@ -1,4 +1,4 @@
-"""Metrics of a finished run: per-request latencies, distributions (p50/p99, not just means), throughput,
+"""Metrics of a finished run: per-request latencies, distributions (p50/p90/p99, not just means), throughput,
 utilization and energy (paper §6.2–6.7)."""
 import math
 from collections.abc import Sequence
@@ -25,18 +25,54 @@ def request_row(request: Request) -> dict[str, float]:
 
 
 def _distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
-    values = np.asarray(values)
-    values = values[~np.isnan(values)]
+    """Mean and percentiles of the values that are not NaN. An array passed in is reordered (partitioned in place
+    once its mean is taken: a million requests' token gaps are not copied)."""
+    values = np.asarray(values, dtype=float)
+    if np.isnan(values).any():
+        values = values[~np.isnan(values)]
     if values.size == 0:
-        return {"mean": math.nan, "p50": math.nan, "p99": math.nan}
-    return {"mean": float(values.mean()), "p50": float(np.percentile(values, 50)),
-            "p99": float(np.percentile(values, 99))}
+        return {"mean": math.nan, "p50": math.nan, "p90": math.nan, "p99": math.nan}
+    mean = float(values.mean())
+    return {"mean": mean, **{f"p{q}": float(np.percentile(values, q, overwrite_input=True)) for q in (50, 90, 99)}}
+
+
+def token_gaps(requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray]:
+    """Every gap between consecutive tokens of each request, request after request, and where each request's gaps
+    start (`len(requests) + 1` offsets: request k's are gaps[starts[k]:starts[k + 1]]). Filled in place: no
+    array per request outlives its own step."""
+    starts = np.zeros(len(requests) + 1, dtype=np.int64)
+    np.cumsum([max(r.tokens - 1, 0) for r in requests], out=starts[1:])
+    gaps = np.empty(int(starts[-1]))
+    for request, start, stop in zip(requests, starts[:-1].tolist(), starts[1:].tolist()):
+        if stop > start:
+            times = request.token_time_array()
+            np.subtract(times[1:], times[:-1], out=gaps[start:stop])
+    return gaps, starts
 
 
 def time_between_tokens(requests: Sequence[Request]) -> np.ndarray:
     """Every gap between consecutive tokens of the same request."""
-    gaps = [np.diff(r.token_times) for r in requests]
-    return np.concatenate(gaps) if gaps else np.array([])
+    return token_gaps(requests)[0]
+
+
+def grouped_percentile(values: np.ndarray, starts: np.ndarray, q: float) -> np.ndarray:
+    """`np.percentile(values[starts[k]:starts[k + 1]], q)` for every group k in one sort, NaN for an empty group:
+    numpy's default (linear) method, with its arithmetic (virtual index (n − 1)·q/100, and its two-sided lerp),
+    so each value is the one np.percentile gives, not an approximation of it."""
+    counts = np.diff(starts)
+    order = np.lexsort((values, np.repeat(np.arange(counts.size), counts)))
+    ordered = values[order]
+    virtual = (counts - 1) * (q / 100)
+    previous = np.minimum(np.floor(virtual), np.maximum(counts - 1, 0)).astype(np.int64)
+    following = np.minimum(previous + 1, np.maximum(counts - 1, 0))
+    gamma = virtual - previous
+    filled = counts > 0
+    low = np.where(filled, starts[:-1] + previous, 0)
+    high = np.where(filled, starts[:-1] + following, 0)
+    a, b = (ordered[low], ordered[high]) if ordered.size else (np.zeros(counts.size),) * 2
+    span = b - a
+    result = np.where(gamma >= 0.5, b - span * (1 - gamma), a + span * gamma)
+    return np.where(filled, result, np.nan)
 
 
 def energy_j(account: Accounting, link_energy_per_bit: float) -> float:
@@ -48,9 +84,13 @@ def energy_j(account: Accounting, link_energy_per_bit: float) -> float:
 def summarize(requests: Sequence[Request], accounts: Sequence[Accounting], link_energy_per_bit: float,
               gpu_peak_flops: float, memory_bandwidth: float) -> dict:
     """Aggregate metrics; `gpu_peak_flops` and `memory_bandwidth` are the whole machine's."""
-    rows = [request_row(r) for r in requests]
-    start = min(r.arrival for r in requests)
-    makespan = max(r.finish for r in requests) - start
+    column = {name: np.fromiter((getattr(r, name) for r in requests), float, len(requests))
+              for name in ("arrival", "output_len", "first_token", "finish", "decode_ready", "decode_start")}
+    arrival, first, finish, output_len = (column[k] for k in ("arrival", "first_token", "finish", "output_len"))
+    # request_row's arithmetic, element by element (TPOT's NaN for one-token outputs included)
+    several = output_len > 1
+    tpot = np.where(several, (finish - first) / np.where(several, output_len - 1, 1), math.nan)
+    makespan = float(finish.max() - arrival.min())
     outputs = sum(r.output_len for r in requests)
     tokens = outputs + sum(r.input_len for r in requests)
     energies = {a.name: energy_j(a, link_energy_per_bit) for a in accounts}
@@ -63,11 +103,11 @@ def summarize(requests: Sequence[Request], accounts: Sequence[Accounting], link_
         "makespan_s": makespan,
         "throughput": {"requests_per_s": len(requests) / makespan, "output_tokens_per_s": outputs / makespan,
                        "tokens_per_s": tokens / makespan},
-        "ttft_s": _distribution([r["ttft_s"] for r in rows]),
-        "tpot_s": _distribution([r["tpot_s"] for r in rows]),
-        "e2e_s": _distribution([r["e2e_s"] for r in rows]),
+        "ttft_s": _distribution(first - arrival),
+        "tpot_s": _distribution(tpot),
+        "e2e_s": _distribution(finish - arrival),
         "tbt_s": _distribution(tbt),
-        "decode_queue_s": _distribution([r["decode_queue_s"] for r in rows]),
+        "decode_queue_s": _distribution(column["decode_start"] - column["decode_ready"]),
         "utilization": {
             "gpu_compute": gpu_flops / (gpu_peak_flops * makespan),
             "hbm_bandwidth": hbm_bytes / (memory_bandwidth * makespan),

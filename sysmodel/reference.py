@@ -1,6 +1,6 @@
-"""The generated tables of docs/configuration.md: the configuration's fields with their options and help, and every
-registry's entries. `python -m sysmodel.reference` rewrites the tables in place (between `<!-- table: NAME -->` and
-`<!-- end -->`); a test checks that the page is current."""
+"""The generated tables of docs/reference/configuration.md: the configuration's fields with their options and help,
+and every registry's entries. `python -m sysmodel.reference` rewrites the tables in place (between
+`<!-- table: NAME -->` and `<!-- end -->`); a test checks that the page is current."""
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -13,7 +13,7 @@ from .perf import PERF_MODELS
 from .presets import PRESETS
 from .systems import SYSTEMS
 
-PAGE = Path(__file__).parents[1] / "docs" / "configuration.md"
+PAGE = Path(__file__).parents[1] / "docs" / "reference" / "configuration.md"
 TABLE = re.compile(r"(<!-- table: (?P<name>[a-z-]+) -->\n).*?(<!-- end -->)", re.S)
 
 

@@ -77,7 +77,9 @@ class SharedMemory:
     progress is re-priced for the work it has left."""
 
     def __init__(self, tier: MemoryTier) -> None:
-        self.sharing = tier.sharing
+        sharing = tier.sharing
+        # An arbiter may answer for one user alone (`MMUArbitration.granted`), faster than `grant` for all.
+        self._granted = getattr(sharing, "granted", None) or (lambda user, loads: sharing.grant(loads)[user])
         self.users: dict[str, Server] = {}
 
     def loads(self, asking: str, offered: float | np.ndarray) -> dict[str, float | np.ndarray]:
@@ -87,7 +89,7 @@ class SharedMemory:
 
     def scale(self, asking: str, loads: dict[str, float | np.ndarray]) -> float | np.ndarray:
         """Granted / offered for `asking` (1 alone), never below `MIN_SHARE`."""
-        offered, granted = loads[asking], self.sharing.grant(loads)[asking]
+        offered, granted = loads[asking], self._granted(asking, loads)
         if not isinstance(offered, np.ndarray):
             return min(max(float(granted) / offered, MIN_SHARE), 1.0) if offered > 0 else 1.0
         positive = offered > 0
@@ -335,7 +337,7 @@ class DecodeServer(Server):
         if not self.running:
             return
         batch = len(self.running)
-        steps = min(r.output_len - len(r.token_times) for r in self.running)
+        steps = min(r.output_len - r.tokens for r in self.running)
         self.start(decode_work(batch, self.context + batch * np.arange(steps)))
 
     def completed(self, ends: np.ndarray) -> None:
@@ -343,16 +345,15 @@ class DecodeServer(Server):
         self.step()
 
     def _emit_tokens(self, ends: np.ndarray) -> None:
-        times, still = ends.tolist(), []
+        ends, count, still = ends.copy(), len(ends), []     # one copy for the whole batch
         for request in self.running:
             share = request.context + 1          # what the request adds to `self.context` before this block
-            request.token_times.extend(times)
+            request.emit_block(ends)
             if request.done:
-                request.finish = times[-1]
                 self.context -= share
                 self._retire(request)
             else:
-                self.context += len(times)
+                self.context += count
                 still.append(request)
         self.running = still
 

@@ -43,8 +43,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     system = build(config.system, setting, loop, spec)
     requests = _with_shared_prefix(_from_first_arrival(config.workload.generate()), config.shared_prefix_tokens)
     submit = _counted(system.submit, len(requests)) if progress else system.submit
-    for request in requests:
-        loop.at(request.arrival, lambda request=request: submit(request))
+    loop.arrivals(requests, submit)
     started = time.perf_counter()
     loop.run()
     if progress:

@@ -125,7 +125,7 @@ class Setting:
     hardware: Hardware
     model: LLM
     table: VerifiedBlocks
-    layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
+    layout: Layout | None = None         # None: the hardware's own HBM package (docs/design/hbf.md)
     decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
 
     @property
@@ -209,7 +209,7 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     require(not (setting.config.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
             or spec.one_kv_server,
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
-            f"{system} (docs/hbf.md, 'Systems')")
+            f"{system} (docs/design/hbf.md, 'Systems')")
     spec.build(setting, built)
     return built
 

@@ -1,8 +1,8 @@
 """What one decode iteration asks of DuoPD's vector unit (paper §4.2): per layer and PNM, the passes of RMSNorm,
 the residual adds, the online softmax, the MLP's activation and the FlashDecoding merge, as the PNM's instruction
-set (docs/pnm-isa.md) runs them on the unit's ops (docs/pnm-vector.md). Pricing them is
+set (docs/reference/pnm-isa.md) runs them on the unit's ops (docs/design/pnm-vector.md). Pricing them is
 `sysmodel.execution.VectorFigures`; the choices (which PNM does what, what overlaps the array) are in
-docs/pnm-vector.md, "In the system model".
+docs/design/pnm-vector.md, "In the system model".
 
 A `Pass` streams `elements` FP32 elements (one per lane and cycle slot) through one op. A `Step` is passes that
 need none of each other's results: they stream back to back and pay the unit's latency once. A chain of steps
@@ -43,7 +43,7 @@ def residual_add(vectors: Any, length: int) -> list[Step]:
 
 def online_softmax(heads: Any, scores: Any, head_dim: int) -> list[Step]:
     """Softmax of `heads` (head, sequence) pairs over `scores` scores in all, each pair's scores one block (they
-    fit in the buffer, see docs/pnm-vector.md): the max (MAX-reduced); e^(s − m), the P the array's P·V reads,
+    fit in the buffer, see docs/design/pnm-vector.md): the max (MAX-reduced); e^(s − m), the P the array's P·V reads,
     beside its sum l (EXP SUM-reduced); 1/l; the P·V output o·(1/l), the normalised partial MERGE takes."""
     return [(Pass("max", scores, "max"),), (Pass("exp", scores), Pass("exp", scores, "sum")),
             (Pass("recip", heads),), (Pass("mul", heads * head_dim),)]

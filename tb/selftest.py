@@ -1,7 +1,7 @@
 """cocotb tests of the bench parts themselves (sampling, probes, the scoreboard), run on the smallest registered
 unit (fp_to_fp32, int4).
 
-They pin the sampling semantics that `HandshakeProbe` and every monitor rely on (docs/toolchain.md):
+They pin the sampling semantics that `HandshakeProbe` and every monitor rely on (docs/guides/toolchain.md):
 right after `RisingEdge` a read returns the value from before the edge, after `ReadOnly` the value after it;
 that the scoreboard names the first wrong beat with its cycle and inputs, and rejects a beat nobody expected;
 and, under Icarus, that a sink rejects a payload holding X.

@@ -1,4 +1,4 @@
 """High-Bandwidth Flash (HBF) beside HBM: the media and its provenance (`media`), package layouts (`layout`),
 the HBM frame cache (`cache`), MoE routing (`routing`), package heating and throttling (`thermal`),
 retention refresh and wear (`retention`), and the stateful service that joins them behind a GPU executor
-(`service`). See docs/hbf.md."""
+(`service`). See docs/design/hbf.md."""

@@ -29,7 +29,7 @@ PLACES = ("hbm", "hbf")
 class Layout:
     """One GPU's package. `weights`: where the weights that dominate decode traffic live (an MoE model's
     experts, a dense model's layer weights); embeddings, attention and routers of an MoE model stay in
-    HBM. `kv`: where the sequences' KV cache lives; `prefix`: where a shared KV prefix lives (docs/hbf.md).
+    HBM. `kv`: where the sequences' KV cache lives; `prefix`: where a shared KV prefix lives (docs/design/hbf.md).
     `frame_cache_gib`: the HBM region that holds HBF weight pages; `kv_frame_cache_gib`: the one that holds
     HBF KV blocks."""
     name: str

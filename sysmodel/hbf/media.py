@@ -2,7 +2,7 @@
 
 Marks: `standard` (OCP HBF v0.7 as summarised in the HBFSim paper and issue 14), `paper` (the HBFSim paper,
 arXiv 2609.09800), `assumption` (no public figure; swept in scripts/hbf_study.py). The provenance table in
-docs/hbf.md lists `PROVENANCE` row for row (a test checks it), so the code and the documentation agree.
+docs/design/hbf.md lists `PROVENANCE` row for row (a test checks it), so the code and the documentation agree.
 """
 from dataclasses import dataclass
 

@@ -5,7 +5,7 @@ expert ∝ (r + 1)^-skew (skew 0: uniform routing). A token picks `top_k` distin
 proportional to the weights (Gumbel top-k, i.e. sampling without replacement). Requests in one batch that
 pick the same expert fetch it once: the demand is the number of distinct experts per layer.
 
-`TraceRouter` replays a routing-trace file instead (docs/hbf.md, "Routing traces"): JSON Lines, one token
+`TraceRouter` replays a routing-trace file instead (docs/design/hbf.md, "Routing traces"): JSON Lines, one token
 per line, each line a list with one list per layer of the `top_k` distinct expert ids the token picked.
 """
 import json

@@ -1,6 +1,6 @@
 """Formal properties of the DQB (rtl/dqb/): the stream rules on its two output ports, and responses in GPU-request
 order with the right number and kind of beats each, at a small parameter set, under any traffic its neighbours may
-send (docs/formal.md)."""
+send (docs/guides/formal.md)."""
 from amaranth.asserts import AnyConst
 from amaranth.hdl import Assert, Assume, Elaboratable, Module, Mux, Signal
 
@@ -63,7 +63,7 @@ def gpu_resp_stable(m: Module, h: Harness) -> None:
 
 def beats_of(request) -> Mux:
     """Response beats a request is owed: one acknowledgement per store, 16/bits per dequantizing read, one for a
-    bypass or reserved-tag read (docs/ports.md)."""
+    bypass or reserved-tag read (docs/reference/ports.md)."""
     int4 = request.tag.matches(*(t for t, (w, _) in MODES.items() if w == "int4"))
     return Mux(request.is_write | request.tag.matches(BYPASS, RESERVED), 1, Mux(int4, 4, 2))
 

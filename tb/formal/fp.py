@@ -1,5 +1,5 @@
 """Formal property of `fp32_narrow` (rtl/fp/convert.py): its output is the IEEE 754 rounding of its input, for every
-FP32 input, at every (target, rounding) parameter set it has (docs/formal.md).
+FP32 input, at every (target, rounding) parameter set it has (docs/guides/formal.md).
 
 The reference is written from the standard's definitions, not from the RTL. Every value the rounding rules compare
 |x| with (a target value, the point halfway to the next one) is an exact FP32 value, and non-negative FP32 values

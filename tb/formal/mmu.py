@@ -1,5 +1,5 @@
 """Formal properties of the MMU (rtl/mmu/), at a small parameter set: each property is one harness around the MMU,
-whose environment is free within the contract of its ports (docs/formal.md states each in words)."""
+whose environment is free within the contract of its ports (docs/guides/formal.md states each in words)."""
 from dataclasses import dataclass, replace
 
 from amaranth.asserts import AnyConst
@@ -27,7 +27,7 @@ answer or of the request's issue."""
 GPU_BOUND = 16
 PNM_BOUND = 22
 """Cycles from acceptance to response (GPU) or completion (PNM) under the fair environment: above the worst cases
-the solver found (13 and 18 cycles, docs/formal.md), with a margin, not derived by hand."""
+the solver found (13 and 18 cycles, docs/guides/formal.md), with a margin, not derived by hand."""
 
 COUNTER_BITS = 8
 
@@ -181,8 +181,8 @@ class Tracked:
 
 
 def expected_fault(m: Module, p: MMUParams, instruction, config) -> Signal:
-    """The fault the specification gives an instruction (docs/ports.md), written byte by byte: MALFORMED before
-    OUT_OF_RANGE before PROTECTED. Enumerating a tensor's bytes is only practical at formal sizes, and shares
+    """The fault the specification gives an instruction (docs/reference/ports.md), written byte by byte: MALFORMED
+    before OUT_OF_RANGE before PROTECTED. Enumerating a tensor's bytes is only practical at formal sizes, and shares
     nothing with the LSU's range arithmetic."""
     base, size, dest = instruction.base, instruction.size, instruction.dest
     row_overflow = beyond_memory = protected = Const(0)

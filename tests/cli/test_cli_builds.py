@@ -13,6 +13,8 @@ from rtl.params import NoParams
 from rtl.registry import BLOCKS, Block
 from tb import runner
 
+from tests.bench_configurations import beside_build
+
 pytestmark = pytest.mark.verilator
 
 
@@ -49,6 +51,7 @@ def test_a_warning_fails_the_lint_and_every_bench_build(monkeypatch, tmp_path, c
     assert "%Warning-CASEINCOMPLETE" in next((tmp_path / "build" / "sim").glob("*/build.log")).read_text()
 
 
+@beside_build("fp_to_fp32", source="int4")
 def test_verify_writes_entries_with_provenance(tmp_path, capsys) -> None:
     """The two sets of the cheapest bench (16 and 256 vectors: the FP bench's figures and provenance, not its
     numerics, are what this checks; pytest's own bench runs prove those)."""

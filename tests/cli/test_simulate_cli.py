@@ -78,6 +78,7 @@ def test_requests_csv_matches_the_summary_and_the_metric_definitions(small_run) 
     for key, values in (("ttft_s", ttft), ("tpot_s", tpot), ("e2e_s", e2e)):
         assert summary[key]["mean"] == pytest.approx(values.mean(), rel=1e-12)
         assert summary[key]["p50"] == pytest.approx(np.median(values), rel=1e-12)
+        assert summary[key]["p90"] == pytest.approx(np.percentile(values, 90), rel=1e-12)
         assert summary[key]["p99"] == pytest.approx(np.percentile(values, 99), rel=1e-12)
     # E2E = TTFT + 15 later tokens at TPOT each (TPOT is the mean gap after the first token).
     assert e2e == pytest.approx(ttft + 15 * tpot, rel=1e-12)
@@ -359,6 +360,6 @@ def test_json_outputs_are_strict_json_when_a_metric_is_undefined(tmp_path, capsy
     out = tmp_path / "out"
     assert run([*QUICK, "--output-len", "1", "--out", str(out)], capsys)[0] == 0
     summary = json.loads((out / "summary.json").read_text(), parse_constant=pytest.fail)
-    assert summary["tpot_s"] == {"mean": None, "p50": None, "p99": None}  # no token after the first
+    assert summary["tpot_s"] == {"mean": None, "p50": None, "p90": None, "p99": None}  # no token after the first
     rows = read_csv(out / "requests.csv")
     assert all(math.isnan(float(r["tpot_s"])) and math.isnan(float(r["tbt_p50_s"])) for r in rows)

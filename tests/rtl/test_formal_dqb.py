@@ -1,4 +1,4 @@
-"""The DQB's formal properties can fail (docs/formal.md): the bug the proof of `mc_req_stable` found, put back,
+"""The DQB's formal properties can fail (docs/guides/formal.md): the bug the proof of `mc_req_stable` found, put back,
 response registers that ignore back-pressure, and a short path that overtakes the datapath, must each give a
 counterexample."""
 import pytest

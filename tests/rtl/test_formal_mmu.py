@@ -1,5 +1,6 @@
 """The MMU's formal properties can fail: plant a bug in the RTL and the prover must find a counterexample to the
-property that names it (docs/formal.md). The full proofs of the unchanged design run under `basedie prove mmu`."""
+property that names it (docs/guides/formal.md). The full proofs of the unchanged design run under
+`basedie prove mmu`."""
 import inspect
 from types import SimpleNamespace
 

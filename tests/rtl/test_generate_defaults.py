@@ -13,7 +13,8 @@ from rtl.registry import BLOCKS
 
 
 # The whole PNM at the paper's size (16 × 1,024 lanes, 1 MB) is left out: its generation alone takes minutes of
-# CPU and 2.4 GB (docs/pnm-top.md, "Generating", measured by hand); its units are generated here at their defaults.
+# CPU and 2.4 GB (docs/design/pnm-top.md, "Generating", measured by hand); its units are generated here at their
+# defaults.
 @pytest.mark.slow    # about a minute of CPU in all, half of it the DQB's 512-bit default
 @pytest.mark.parametrize("name", [name for name in BLOCKS if name != "pnm"])
 def test_generate_at_the_defaults(name: str, tmp_path, capsys) -> None:

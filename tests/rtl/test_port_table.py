@@ -1,16 +1,16 @@
-"""docs/ports.md's port tables are the ones the Amaranth layouts give now, and they state bit ranges right."""
+"""docs/reference/ports.md's port tables are the ones the Amaranth layouts give now, and they state bit ranges right."""
 from pathlib import Path
 
 from rtl import port_table
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "ports.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "ports.md"
 
 
 def test_docs_tables_are_current() -> None:
     text = DOC.read_text()
     generated = text.split(port_table.BEGIN)[1].split(port_table.END)[0]
     assert generated.strip() == port_table.markdown().strip(), \
-        "docs/ports.md is stale: run python -m rtl.port_table docs/ports.md"
+        "docs/reference/ports.md is stale: run python -m rtl.port_table docs/reference/ports.md"
 
 
 def test_dqb_fields_by_hand() -> None:

@@ -251,7 +251,7 @@ def test_a_kv_cache_in_hbf_is_still_refused_for_duopd(tmp_path, capsys) -> None:
 
 @pytest.mark.slow
 def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
-    """Speed guard (docs/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
+    """Speed guard (docs/design/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
     Both run here, one after the other, so load on the machine scales both; measured 1.8x."""
     def cpu(memory: str) -> float:
         config = SimulationConfig(system="duopd", model="Qwen3-30B-A3B",

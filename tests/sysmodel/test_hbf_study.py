@@ -68,7 +68,7 @@ def test_refresh_follows_arrhenius(study) -> None:
 
 
 def test_docs_list_every_parameter_with_its_evidence() -> None:
-    docs = (ROOT / "docs" / "hbf.md").read_text()
+    docs = (ROOT / "docs" / "design" / "hbf.md").read_text()
     for p in PROVENANCE:
         assert f"| {p.name} | {p.value} | {p.mark} | {p.source} |" in docs, p.name
 

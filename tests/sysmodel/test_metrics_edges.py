@@ -18,9 +18,9 @@ def test_a_metric_with_no_values_reports_every_statistic_as_nan() -> None:
     account = Accounting("gpu", "gpu", 1e15, 1e12, 100.0, 0.0)
     summary = summarize([request], [account], 0.0, 1e15, 1e12)
     for metric in ("tpot_s", "tbt_s", "decode_queue_s"):
-        assert list(summary[metric]) == ["mean", "p50", "p99"]
+        assert list(summary[metric]) == ["mean", "p50", "p90", "p99"]
         assert all(math.isnan(value) for value in summary[metric].values())
-    assert summary["ttft_s"] == {"mean": 0.5, "p50": 0.5, "p99": 0.5}
+    assert summary["ttft_s"] == {"mean": 0.5, "p50": 0.5, "p90": 0.5, "p99": 0.5}
     assert time_between_tokens([request]).size == 0 and time_between_tokens([]).size == 0
 
 

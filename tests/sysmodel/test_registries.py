@@ -74,7 +74,7 @@ def test_colocated_schedulers_and_routers_come_from_their_registries() -> None:
 
 
 def test_the_configuration_pages_tables_are_current() -> None:
-    """docs/configuration.md's tables are what `python -m sysmodel.reference` writes from the registries."""
+    """docs/reference/configuration.md's tables are what `python -m sysmodel.reference` writes from the registries."""
     text = PAGE.read_text()
     assert update(text) == text
     assert "| `sm-7:3` | `SMPartition(prefill_fraction=0.7)` |" in text and "| `--batch` | `16` |" in text

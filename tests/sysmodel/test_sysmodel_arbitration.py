@@ -114,7 +114,7 @@ def test_a_table_without_a_clocked_mmu_entry_names_the_command_that_measures_one
 def test_prefill_first_favours_the_gpu_and_decode_first_the_pnm(table) -> None:
     """Each policy gives its favoured source more than the other policy does. (Not that the favoured source gets
     more than the other: behind a DRAM with in-order answers the saturated PNM out-draws a prefill_first GPU,
-    docs/dram.md.)"""
+    docs/design/dram.md.)"""
     loads = {"gpu": 1.0, "pnm": 1.0}
     prefill_first = MMUArbitration.from_verified(table, "prefill-first", PAPER_HARDWARE).grant(loads)
     decode_first = MMUArbitration.from_verified(table, "decode-first", PAPER_HARDWARE).grant(loads)

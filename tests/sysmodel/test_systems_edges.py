@@ -299,6 +299,6 @@ def test_a_kv_cache_in_hbf_is_refused_outside_chunked_and_gpu(table) -> None:
         with pytest.raises(ConfigError) as error:
             build(system, setting(Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")), EventLoop())
         assert str(error.value) == ("a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one "
-                                    f"server holds the KV), not {system} (docs/hbf.md, 'Systems')")
+                                    f"server holds the KV), not {system} (docs/design/hbf.md, 'Systems')")
     assert build("duopd", setting(LAYOUTS["B"]), EventLoop()).accounts       # weights in HBF: the shared tier
     assert build("duopd", setting(LAYOUTS["A"]), EventLoop()).accounts       # all HBM: any system

@@ -12,7 +12,7 @@ from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.traces import FORMATS, NAMED, Trace, resolve
 
 # The same three requests (arrivals 0, 1.5 and 4 s; prompts 10, 20, 30; outputs 1, 2, 3) in each project's own
-# schema, as their documentation and code write them (sources in sysmodel/traces.py and docs/traces.md).
+# schema, as their documentation and code write them (sources in sysmodel/traces.py and docs/guides/traces.md).
 THREE = [(0.0, 10, 1), (1.5, 20, 2), (4.0, 30, 3)]
 FILES = {
     "azure.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0000000,10,1\n"

@@ -4,8 +4,11 @@ import pytest
 from rtl.registry import BLOCKS
 from tb.runner import run_bench
 
+from tests.bench_configurations import beside_build
+
 pytestmark = pytest.mark.verilator
 
 
+@beside_build("fp_to_fp32", source="int4")
 def test_bench_parts_selftest() -> None:
     run_bench("fp_to_fp32", "tb.selftest", BLOCKS["fp_to_fp32"].params(source="int4"))

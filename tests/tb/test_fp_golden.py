@@ -1,4 +1,4 @@
-"""The golden models against hand-worked values (docs/formats.md), independent of the RTL."""
+"""The golden models against hand-worked values (docs/reference/formats.md), independent of the RTL."""
 import numpy as np
 import pytest
 

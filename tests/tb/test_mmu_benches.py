@@ -12,6 +12,7 @@ from rtl.registry import BLOCKS
 from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
+from tests.bench_configurations import beside_build
 from tests.tb.bench_runs import each_run, measure
 from tests.tb.planted import needs_icarus, throttled
 
@@ -47,12 +48,15 @@ def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
 
 
 @needs_icarus
+@beside_build("mmu", out_of_order=False)
 def test_an_mmu_issuing_every_other_cycle_halves_its_measured_rate_and_doubles_its_ii(monkeypatch, tmp_path) -> None:
     """Plant a slower issue path (the MC request port transfers only every other cycle): the saturated
     throughput test fails, and the rate and II it measured say why. (The default parameters: SMALL's 4-deep
-    queues cannot keep the issue register busy every cycle.)"""
+    queues cannot keep the issue register busy every cycle.) The unplanted MMU runs on the bench's Verilator build
+    (cycle counts do not depend on the simulator, and `tests/tb/test_icarus_benches.py` runs the same test on it
+    under Icarus); the planted one, a Verilog of its own, under Icarus."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "saturated_throughput")
-    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full", simulator="icarus")
+    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full")
     monkeypatch.setitem(BLOCKS, "mmu", throttled("mmu", "mc_req"))
     with pytest.raises((SystemExit, BenchFailed)):
         run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "slow", simulator="icarus")

@@ -9,10 +9,14 @@ from rtl.mmu.params import MMUParams
 from tb.dram.timing import HBM3
 from tb.runner import run_bench
 
+from tests.bench_configurations import beside_build
+
 pytestmark = pytest.mark.verilator
 
 
-@pytest.mark.parametrize("out_of_order", [False, True], ids=["in_order", "out_of_order"])
+@pytest.mark.parametrize("out_of_order", [
+    pytest.param(False, id="in_order", marks=beside_build("mmu", out_of_order=False)),
+    pytest.param(True, id="out_of_order", marks=beside_build("mmu", out_of_order=True))])
 def test_mmu_behind_hbm3(out_of_order: bool, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "idle_latency|saturated_throughput|random_traffic_back_pressure")
     figures = run_bench("mmu", "tb.mmu.bench", MMUParams(out_of_order=out_of_order), runs=tmp_path, memory="hbm3")

@@ -8,6 +8,7 @@ from rtl.pnm.simd import latency_of
 from rtl.registry import BLOCKS
 from tb.runner import BenchFailed, run_bench
 
+from tests.bench_configurations import beside_build
 from tests.tb.bench_runs import each_run, measure
 from tests.tb.planted import needs_icarus, throttled
 
@@ -32,12 +33,15 @@ def test_bench(block_name: str, config: dict) -> None:
 
 
 @needs_icarus
+@beside_build("pnm_lane", width=2, sublane_width=1)
 def test_a_lane_taking_a_beat_every_other_cycle_halves_its_measured_mac_rate(monkeypatch, tmp_path) -> None:
     """Plant a slower datapath (the lane's input transfers only every other cycle): the bench fails its II
-    check, and the MACs it counts from the consumed operands halve with the rate."""
+    check, and the MACs it counts from the consumed operands halve with the rate. The unplanted lane runs on the
+    bench's Verilator build (cycle counts do not depend on the simulator, and `tests/tb/test_icarus_benches.py`
+    runs the same test on it under Icarus); the planted one under Icarus."""
     params = BLOCKS["pnm_lane"].params(width=2, sublane_width=1)
     monkeypatch.setenv("COCOTB_TEST_FILTER", "latency_and_initiation_interval")
-    full = run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "full", simulator="icarus")
+    full = run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "full")
     monkeypatch.setitem(BLOCKS, "pnm_lane", throttled("pnm_lane", "i"))
     with pytest.raises((SystemExit, BenchFailed)):
         run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "slow", simulator="icarus")

@@ -1,4 +1,4 @@
-"""The controller's golden model: its tables are docs/pnm-isa.md's (and so are the RTL's), and it decodes,
+"""The controller's golden model: its tables are docs/reference/pnm-isa.md's (and so are the RTL's), and it decodes,
 checks and runs programs as hand-worked examples say."""
 import re
 from pathlib import Path
@@ -9,7 +9,7 @@ from rtl.pnm_controller import isa
 from tb.models import mmu as mmu_model
 from tb.models import pnm_controller as model
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "pnm-isa.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "pnm-isa.md"
 SIZES = {"bytes": 1, "FP16": 2, "FP32": 4}
 # A small configuration: 64 words, 1,024 rows of 32 B, a 1 MiB address space, 128-byte tensors.
 CONFIG = model.Config(depth=64, buffer_rows=1024, address_bits=20, row_bytes=32, max_tensor_bytes=128, id_bits=8)

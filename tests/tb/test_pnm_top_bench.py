@@ -113,8 +113,8 @@ def test_the_programs_pass_under_icarus_at_another_size(monkeypatch, tmp_path) -
     programs only (the other tests' timing relations are the bench size's; a whole bench at 16-byte rows ran for
     over 25 minutes under Icarus): 162 s of CPU, where 8-byte rows at the bench's lanes and 4 × 16 at 4-byte rows,
     run separately until 2026-12-01, took 223 s. 16-byte rows (4 vector lanes), 266 s of CPU, are left to
-    `basedie verify pnm --simulator icarus --param data_bits=128 …` (docs/pnm-top.md). The control for the planted
-    bugs, the whole bench at the bench's size under Icarus, is `tests/tb/test_icarus_benches.py`'s."""
+    `basedie verify pnm --simulator icarus --param data_bits=128 …` (docs/design/pnm-top.md). The control for the
+    planted bugs, the whole bench at the bench's size under Icarus, is `tests/tb/test_icarus_benches.py`'s."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
     params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | {"lanes": 4, "width": 16, "sublane_width": 4,
                                                                    "data_bits": 64}))

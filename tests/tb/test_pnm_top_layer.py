@@ -1,7 +1,7 @@
 """Issue 16's decode-layer proof on the golden model (`tb.pnm_top.layer`): a whole decoder layer's decode step
 runs from its program, in parts, with no command refused, and equals the float64 mirror within the derived
 bound, at the bench's size and at the issue's shapes; and the FlashDecoding split over two PNM runs, merged on a
-third, equals the unsplit run within its bound and docs/pnm-isa.md's MERGE of the partials bit for bit. The
+third, equals the unsplit run within its bound and docs/reference/pnm-isa.md's MERGE of the partials bit for bit. The
 bench's `decode_layer` runs the small layer and a split on the RTL, byte for byte against this model."""
 import numpy as np
 import pytest
@@ -69,7 +69,8 @@ def test_a_decode_layer_runs_and_equals_its_float64_mirror(lay, shape, config) -
 
 
 def test_the_bench_size_program_is_what_the_docs_say() -> None:
-    """docs/pnm-top.md's figures for the small layer: instructions and parts of the 64-word instruction buffer."""
+    """docs/design/pnm-top.md's figures for the small layer: instructions and parts of the 64-word instruction
+    buffer."""
     _, put, _ = _machine(BENCH[1])
     decode = layer.decode_layer(np.random.default_rng(16), layer.SMALL, *BENCH, put, 0x1000)
     assert (decode.instructions, len(decode.parts)) == (978, 16)

@@ -1,4 +1,4 @@
-"""The vector unit's golden model against float64: the error bounds `docs/pnm-vector.md` states, over dense
+"""The vector unit's golden model against float64: the error bounds `docs/design/pnm-vector.md` states, over dense
 sweeps of the input range, and the documented response to every special value."""
 import numpy as np
 import pytest

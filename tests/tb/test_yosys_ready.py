@@ -1,4 +1,5 @@
-"""`tb.yosys.ready`: the first Yosys run of a machine is one process's, the others wait for it (docs/testing.md)."""
+"""`tb.yosys.ready`: the first Yosys run of a machine is one process's, the others wait for it
+(docs/guides/testing.md)."""
 import fcntl
 import threading
 

@@ -1,4 +1,5 @@
-"""Write the composition matrix into docs/composition.md (between `<!-- matrix -->` and `<!-- end -->`).
+"""Write the composition matrix into docs/design/composition.md (between `<!-- matrix -->` and
+`<!-- end -->`).
 
     python scripts/composition_matrix.py
 
@@ -13,7 +14,7 @@ from basedie import verified
 from sysmodel.composition import FORMATS, MEMORIES, MODEL, HARDWARE, PLACEMENTS, SYSTEMS, WORKLOAD, Cell, outcome
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "composition.md"
+PAGE = ROOT / "docs" / "design" / "composition.md"
 MARKERS = re.compile(r"(<!-- matrix -->\n).*?(<!-- end -->)", re.S)
 
 

@@ -3,7 +3,8 @@ memory layout × where the KV cache and a shared prefix live, each cell one smal
 
 A cell either runs with finite results or is refused for a physical reason (it does not fit, the package has
 no HBF stack to place something in, no kernel of that kind exists); `tests/sysmodel/test_composition.py` walks
-every cell and `scripts/composition_matrix.py` writes the table of docs/composition.md from the same cells.
+every cell and `scripts/composition_matrix.py` writes the table of docs/design/composition.md from the same
+cells.
 """
 import math
 import re

@@ -305,7 +305,5 @@ def resolve(config: SimulationConfig, table: verified.VerifiedBlocks | None = No
     require(decode_hardware is None or isinstance(spec, Disaggregated),
             f"a decode pool on other hardware applies to PD deployments (pd, pd:PxT+DxU), not {config.system}")
     require(decode_hardware is None or layout is None, "HBF layouts with a separate decode machine are not modelled")
-    require(layout is None or not config.quantization.quantized,
-            "quantized weights in an HBF package layout are not modelled (use --weights fp16 with --memory)")
     return Setting(config=config, spec=spec, hardware=hardware, model=model, layout=layout,
                    decode_hardware=decode_hardware, table=table if table is not None else verified.load())

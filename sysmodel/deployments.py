@@ -16,7 +16,7 @@ from .errors import ConfigError, require
 from .operators import Shard
 from .registry import Registry
 from .servers import MixedServer
-from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, System, gpu_execution, kv_pool
+from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, System, _attach, _gpu_executor, kv_pool
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,6 @@ class Colocated(System):
         ROUTERS.lookup(self.router)
 
     def build(self, setting: Setting, built: ServingSystem) -> None:
-        require(setting.layout is None or setting.layout.weights != "hbf",
-                f"weights in HBF are not modelled for colocated deployments ({built.name})")
         _colocated_instances(self, setting, built)
 
 
@@ -87,7 +85,6 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
     require(spec.instances * spec.tp <= hw.gpus,
             f"{built.name} needs {spec.instances * spec.tp} GPUs, the hardware has {hw.gpus}")
     shard, scheduler, router = Shard(setting.model, spec.tp), SCHEDULERS[spec.scheduler], ROUTERS[spec.router]
-    cost = gpu_execution(setting, shard).cost
     outstanding = [0] * spec.instances          # prompt + output tokens routed and not yet finished
 
     def finisher(index: int):
@@ -96,13 +93,18 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
             built.finished.append(request)
         return finished
 
-    servers = [MixedServer(
-        loop, f"instance{i}", cost,
-        built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
-                      spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w, hw.gpu.stack.energy_per_byte),
-        kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.config.max_batch,
-        chunk_tokens=setting.chunk, finished=finisher(i), whole_prompts=scheduler.whole_prompts,
-        mixed=scheduler.mixed) for i in range(spec.instances)]
+    def instance(i: int) -> MixedServer:
+        """Instance `i` on its GPUs, through their own HBF tier when the layout puts anything there."""
+        executor = _gpu_executor(setting, built, shard)
+        return _attach(executor, MixedServer(
+            loop, f"instance{i}", executor.cost,
+            built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
+                          spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w,
+                          hw.gpu.stack.energy_per_byte),
+            kv=kv_pool(setting, shard, f"instance {i}"), max_batch=setting.config.max_batch,
+            chunk_tokens=setting.chunk, finished=finisher(i), whole_prompts=scheduler.whole_prompts,
+            mixed=scheduler.mixed))
+    servers = [instance(i) for i in range(spec.instances)]
     turns = count()
 
     def submit(request: Request) -> None:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .arbitration import MMUArbitration
+from .base_die import QUANTIZED_OPS, StackDequant
 from .errors import ConfigError, require
 from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
@@ -268,6 +269,7 @@ class PNMExecution:
     mmu: MMUArbitration
     perf: PerfModel = ROOFLINE
     vector: VectorFigures | None = None
+    dequant: "StackDequant | None" = None    # quantized weights, read through the stack's DQBs (`base_die`)
 
     @cached_property
     def _vector_chains(self) -> tuple[LinearChain, LinearChain, dict[str, LinearChain]]:
@@ -292,7 +294,8 @@ class PNMExecution:
         stacks = hw.gpu.stacks
         stack_bandwidth = hw.gpu.stack.bandwidth
         byte_rate = stack_bandwidth * bandwidth_scale
-        fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s
+        dequant = self.dequant
+        fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
         gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
         serial, final, beside = self._vector_chains if self.vector else (None, None, {})
@@ -304,8 +307,14 @@ class PNMExecution:
                 if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
                     continue
                 passes = -(-(op.flops / (2 * elements)) // lane.lanes)
-                nbytes = elements * BYTES_PER_VALUE / stacks
                 compute_s = passes * elements / stacks / lane.macs_per_cycle / lane.clock_hz
+                if dequant is None:
+                    nbytes = elements * BYTES_PER_VALUE / stacks
+                else:     # the lanes still take FP16, delivered by the DQBs from the stored bytes
+                    weights, other = ((op.weight_bytes, op.kv_bytes) if op.name in QUANTIZED_OPS
+                                      else (0.0, op.weight_bytes + op.kv_bytes))
+                    nbytes = dequant.read_bytes(weights, other) / stacks
+                    compute_s = larger(compute_s, dequant.seconds(weights / stacks, other / stacks))
                 if op.name in overlapped:
                     stream_s, drain_s = overlapped[op.name](work)
                     compute_s = larger(compute_s, stream_s)

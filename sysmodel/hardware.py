@@ -143,8 +143,10 @@ class Hardware:
 
 # The paper's GPU (§6.1): GB300-class, 2.5 PFLOPS dense FP16 [NVIDIA, 2025a: GB300 NVL72 datasheet,
 # 360 PFLOPS FP16/BF16 dense per 72 GPUs = 5 PFLOPS sparse / 2.5 dense], 1,400 W [same datasheet, §6.7];
-# 8 HBM4 stacks (§6.1). SMs: 148, as the B200 whose bandwidth-vs-SM curve §3.2 measures.
-PAPER_GPU = GPU(name="GB300-class, 8x HBM4", flops=2.5e15, power_w=1400.0, sms=148, stacks=8)
+# 8 HBM4 stacks (§6.1). SMs: 148, as the B200 whose bandwidth-vs-SM curve §3.2 measures. Pseudo-channels (one
+# DQB each): JEDEC JESD270-4 HBM4 (2025) has 32 independent channels per stack, each of 2 pseudo-channels = 64.
+PAPER_GPU = GPU(name="GB300-class, 8x HBM4", flops=2.5e15, power_w=1400.0, sms=148, stacks=8,
+                pseudo_channels_per_stack=64)
 
 # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s each way [NVIDIA, 2025b], §6.1; 8 pJ/bit (§6.7,
 # [Hong et al., 2024a; Dally, 2020]). Fourth-generation NVSwitch with NVLink SHARP [NVIDIA GB300 NVL72 and

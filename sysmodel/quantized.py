@@ -253,7 +253,7 @@ class GemmModel:
     def fp16_gemm(self, m, k: int, n: int, bandwidth: float | None = None, weight_bytes: float | None = None):
         """cuBLAS-like FP16 GEMM: its bytes at the HBM bandwidth against tensor-core time with M padded to the
         MMA tile (a row of activations costs a tile)."""
-        bandwidth = bandwidth or self.gpu.memory.bandwidth
+        bandwidth = self.gpu.memory.bandwidth if bandwidth is None else bandwidth
         nbytes = (2 * k * n if weight_bytes is None else weight_bytes) + 2 * m * (k + n)
         tensor = 2 * self._padded(m) * k * n / self.gpu.flops
         return nbytes / bandwidth, tensor, nbytes
@@ -297,7 +297,7 @@ class GemmModel:
         """Weights read once; every tile of rows dequantizes them again on CUDA cores, then multiplies on tensor
         cores (or, GPTQ, by HFMA2 on CUDA cores). The dequantized fragment is the MMA's operand in the same
         warp, so CUDA-core and tensor-core time add up; the HBM stream overlaps both (cp.async pipelines)."""
-        bandwidth = bandwidth or self.gpu.memory.bandwidth
+        bandwidth = self.gpu.memory.bandwidth if bandwidth is None else bandwidth
         nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
         memory = nbytes / bandwidth
         if self.quant.kernel_model == "measured":
@@ -317,23 +317,23 @@ class GemmModel:
     def _split(self, m, k, n, family: KernelFamily, bandwidth) -> GemmCost:
         """A dequantization kernel (read the packed weights, write an FP16 copy) then an FP16 GEMM that reads
         the copy back; the two kernels run one after the other."""
-        bandwidth = bandwidth or self.gpu.memory.bandwidth
+        bandwidth = self.gpu.memory.bandwidth if bandwidth is None else bandwidth
         copy = 2 * k * n
         dequant_bytes = self.weight_bytes(k, n) + copy
         cuda = self.cuda_s(k * n, family.mixes[self.quant.bits])
         memory, tensor, gemm_bytes = self.fp16_gemm(m, k, n, bandwidth)
         if self.quant.kernel_model == "measured":
-            dequant = max(measured.stream_seconds(self.gpu, dequant_bytes, bandwidth), cuda)
+            dequant = larger(measured.stream_seconds(self.gpu, dequant_bytes, bandwidth), cuda)
             seconds = dequant + measured.fp16_seconds(self.gpu, m, k, n, bandwidth)
         else:
-            dequant = max(dequant_bytes / bandwidth, cuda)
+            dequant = larger(dequant_bytes / bandwidth, cuda)
             seconds = dequant + larger(memory, tensor)
         return GemmCost(seconds, dequant_bytes + gemm_bytes, dequant_bytes / bandwidth + memory, tensor,
                         dequant, "split")
 
     def dqb_bounds(self, m, k: int, n: int, bandwidth: float | None = None) -> dict:
         """Seconds of the weight stream (and the GEMM's activations) under each resource of the DQB path."""
-        bandwidth = bandwidth or self.gpu.memory.bandwidth
+        bandwidth = self.gpu.memory.bandwidth if bandwidth is None else bandwidth
         d = self.dqb
         packed = k * n * self.quant.bits / 8
         sz = self.weight_bytes(k, n) - packed

@@ -2,10 +2,12 @@
 priced by `sysmodel.quantized` (the chosen dequantization path), everything else as `GPUExecution` prices it.
 
 vLLM's GPTQ/AWQ models quantize the decoder blocks' linear layers (QKV, output projection, MLP) and keep the
-embeddings and the LM head in FP16; so does this model. MoE models and SM partitions are not modelled here.
+embeddings and the LM head in FP16; so does this model. MoE models are not modelled here. An SM partition
+(`sm_fraction` < 1) runs its kernels on its share of the SMs (whole SMs, rounded): that share of the tensor
+and CUDA-core throughput, and the bandwidth the GPU's SM-bandwidth curve gives that many SMs.
 """
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from .errors import require
@@ -40,6 +42,18 @@ class QuantizedGPUExecution:
     shard: Shard
     gemm: GemmModel
     overhead_s: float = 0.0
+    sm_fraction: float = 1.0
+
+    @classmethod
+    def partition(cls, hardware: Hardware, shard: Shard, gemm: GemmModel, sm_fraction: float,
+                  overhead_s: float = 0.0) -> "QuantizedGPUExecution":
+        """On `sm_fraction` of each GPU's SMs: the GEMM model of a GPU with that many SMs and that compute."""
+        require(0 < sm_fraction <= 1, f"SM fraction must be in (0, 1], got {sm_fraction}")
+        gpu = gemm.gpu
+        sms = max(1, round(gpu.sms * sm_fraction))
+        share = sms / gpu.sms
+        return cls(hardware, shard, replace(gemm, gpu=replace(gpu, sms=sms, flops=gpu.flops * share)),
+                   overhead_s=overhead_s, sm_fraction=share)
 
     def __post_init__(self) -> None:
         require(not self.shard.model.moe, f"{self.shard.model.name}: quantized MoE experts are not modelled")
@@ -51,9 +65,13 @@ class QuantizedGPUExecution:
     def shapes(self) -> dict[str, list[tuple[int, int]]]:
         return linear_shapes(self.shard)
 
-    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None) -> Cost:
+    def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
+             share=None) -> Cost:
+        """With co-runners on the memory, every kernel streams at the iteration's share (`bandwidth_scale`):
+        `share`, the per-operator coupling of `GPUExecution`, is not applied to the quantized kernels."""
         gpu, shard = self.hardware.gpu, self.shard
-        bandwidth = gpu.memory.bandwidth * bandwidth_scale
+        flop_rate = gpu.flops * self.sm_fraction
+        bandwidth = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction) * bandwidth_scale
         tokens = work.tokens
         layer_s = layer_bytes = 0.0
         layer_ops, head_ops = shard.layer_ops(work), shard.head_ops(work)
@@ -64,7 +82,7 @@ class QuantizedGPUExecution:
                     layer_s = layer_s + cost.seconds
                     layer_bytes = layer_bytes + cost.hbm_bytes
             else:
-                layer_s = layer_s + larger(op.flops / gpu.flops, op.bytes / bandwidth)
+                layer_s = layer_s + larger(op.flops / flop_rate, op.bytes / bandwidth)
                 layer_bytes = layer_bytes + op.bytes
         head_s = head_bytes = 0.0
         for op in head_ops:
@@ -73,7 +91,7 @@ class QuantizedGPUExecution:
                                                              bandwidth)
                 head_s, head_bytes = head_s + larger(memory, tensor), head_bytes + nbytes
             else:
-                head_s, head_bytes = head_s + larger(op.flops / gpu.flops, op.bytes / bandwidth), head_bytes + op.bytes
+                head_s, head_bytes = head_s + larger(op.flops / flop_rate, op.bytes / bandwidth), head_bytes + op.bytes
         reduce_bytes = shard.all_reduce_bytes(work)
         reduce_s = ring_all_reduce_s(reduce_bytes, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers

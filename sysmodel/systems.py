@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import ClassVar
 
 from .arbitration import MMUArbitration
+from .base_die import StackDequant
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
@@ -165,12 +166,13 @@ def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     overhead = setting.config.iteration_overhead_s
     if not setting.config.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf, overhead)
-    require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
     c = setting.config
     require(c.perf_model == "roofline" and c.all_reduce == "bandwidth" and not c.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
             f"{c.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
-    return QuantizedGPUExecution(setting.hardware, shard, setting.gemm, overhead)
+    if sm_fraction == 1.0:
+        return QuantizedGPUExecution(setting.hardware, shard, setting.gemm, overhead)
+    return QuantizedGPUExecution.partition(setting.hardware, shard, setting.gemm, sm_fraction, overhead)
 
 
 def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
@@ -182,13 +184,13 @@ def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     prefix = setting.config.shared_prefix_tokens * shard.kv_bytes_per_token
     in_hbm = prefix if layout is None or layout.prefix == "hbm" else 0.0
     if layout is not None:
-        layout.check(shard)
-        weights = layout.hbm_resident_bytes(shard)
+        layout.check(shard, weights)
+        weights = layout.hbm_resident_bytes(shard, weights)
     if weights + in_hbm >= capacity:
         raise ConfigError(f"{setting.model.name} does not fit on {name}: {weights / 1e9:.1f} GB of weights per GPU "
                           f"at TP={shard.tp} > {capacity / 1e9:.1f} GB of memory")
     if layout is not None and layout.kv == "hbf":
-        capacity = layout.hbf_bytes - layout.hbf_weight_bytes(shard) - (prefix - in_hbm)
+        capacity = layout.hbf_bytes - layout.hbf_weight_bytes(shard, setting.weight_bytes(shard)) - (prefix - in_hbm)
         require(capacity > 0, f"{setting.model.name}: layout {layout.name} leaves no HBF for the KV cache")
         return KVPool(int(capacity // shard.kv_bytes_per_token), name)
     return KVPool(int((capacity - weights - in_hbm) // shard.kv_bytes_per_token), name)
@@ -233,7 +235,8 @@ def _in_hbf(setting: Setting) -> bool:
 def _tier(setting: Setting, built: ServingSystem, shard: Shard) -> HBFTier | None:
     if not _in_hbf(setting):
         return None
-    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens)
+    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens,
+                   weight_bytes=setting.weight_bytes(shard))
     built.hbf.append(tier)
     return tier
 
@@ -281,12 +284,15 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
-    require(not setting.config.quantization.quantized,
-            "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
+    quant = setting.config.quantization
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
+    # Quantized weights: the GPUs prefill through the chosen dequantization (`gpu_execution`); the PNMs decode
+    # through their stacks' DQBs whatever the GPU uses (`sysmodel.base_die`).
     gpu = gpu_execution(setting, shard)
+    dequant = StackDequant.from_verified(setting.table, quant, hw.gpu) if quant.quantized else None
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
-                       VectorFigures.from_verified(setting.table, hw.pnm))
+                       VectorFigures.from_verified(setting.table, hw.pnm), dequant)
+    pnm_power_w = hw.pnm.power_w + (dequant.power_w if dequant else 0.0)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth
@@ -297,11 +303,11 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
         prefill=gpu,
         decode=pnm,
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
-                                      hw.gpus * hw.gpu.power_w, e_hbm),
-        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
+                                      hw.gpus * setting.gpu_power_w, e_hbm),
+        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * pnm_power_w,
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
         shard=shard, roles=("gpu", "pnm"),
-        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * hw.pnm.power_w, 0.0),
+        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * pnm_power_w, 0.0),
                                                e_hbm * (1 - hw.pnm_hbm_energy_saving))))
 
 

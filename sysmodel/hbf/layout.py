@@ -85,33 +85,39 @@ class Layout:
                            HBM4_STACK.latency_s, HBM4_STACK.energy_per_byte)
         return replace(base, gpu=replace(base.gpu, stack=stack, stacks=self.hbm_stacks))
 
-    def hbm_resident_bytes(self, shard: Shard) -> float:
-        """Per GPU: the weights kept in HBM plus the frame regions (what the KV cache cannot use)."""
+    def hbm_resident_bytes(self, shard: Shard, weight_bytes: float | None = None) -> float:
+        """Per GPU: the weights kept in HBM plus the frame regions (what the KV cache cannot use).
+        `weight_bytes`: one GPU's weights as stored (quantized ones are smaller; default FP16)."""
         frames = (self.frame_cache_gib + self.kv_frame_cache_gib) * GIB
-        return shard.weight_bytes - self.hbf_weight_bytes(shard) + frames
+        stored = shard.weight_bytes if weight_bytes is None else weight_bytes
+        return stored - self.hbf_weight_bytes(shard, weight_bytes) + frames
 
-    def hbf_weight_bytes(self, shard: Shard) -> float:
+    def hbf_weight_bytes(self, shard: Shard, weight_bytes: float | None = None) -> float:
         if self.weights == "hbm":
             return 0.0
-        layers, per_layer, size = objects(shard)
+        layers, per_layer, size = objects(shard, weight_bytes)
         return layers * per_layer * size
 
-    def check(self, shard: Shard) -> None:
+    def check(self, shard: Shard, weight_bytes: float | None = None) -> None:
         """Refuse a model that fits in neither tier."""
-        in_hbf, in_hbm = self.hbf_weight_bytes(shard), self.hbm_resident_bytes(shard)
+        in_hbf, in_hbm = self.hbf_weight_bytes(shard, weight_bytes), self.hbm_resident_bytes(shard, weight_bytes)
         if in_hbf > self.hbf_bytes or in_hbm >= self.hbm_bytes:
             raise ConfigError(f"{shard.model.name} does not fit layout {self.name}: {in_hbm / GIB:.1f} GiB for HBM "
                               f"(of {self.hbm_bytes / GIB:g}) and {in_hbf / GIB:.1f} GiB for HBF "
                               f"(of {self.hbf_bytes / GIB:g}) per GPU at TP={shard.tp}")
 
 
-def objects(shard: Shard) -> tuple[int, int, float]:
+def objects(shard: Shard, weight_bytes: float | None = None) -> tuple[int, int, float]:
     """The HBF-resident objects of one GPU as (layers, objects per layer, bytes each): an MoE model's local
-    experts, or a dense model's layer weights."""
+    experts, or a dense model's layer weights as stored (`weight_bytes`, one GPU's weights with the FP16
+    embeddings: quantized layers hold fewer bytes; default FP16)."""
     m = shard.model
     if m.moe:
+        require(weight_bytes is None or weight_bytes == shard.weight_bytes,
+                f"{m.name}: quantized MoE experts are not modelled")
         return m.layers, m.experts // shard.tp, float(m.expert_params * BYTES_PER_VALUE)
-    per_layer = (shard.weight_bytes - shard.embedding_bytes) / m.layers
+    stored = shard.weight_bytes if weight_bytes is None else weight_bytes
+    per_layer = (stored - shard.embedding_bytes) / m.layers
     return m.layers, 1, float(per_layer)
 
 

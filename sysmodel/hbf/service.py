@@ -163,15 +163,17 @@ class HBFTier:
     shared by the ports of the servers on it."""
 
     def __init__(self, loop: EventLoop, shard: Shard, layout: Layout, options: HBFOptions,
-                 prefix_tokens: int = 0, rc: PackageRC = PACKAGE) -> None:
+                 prefix_tokens: int = 0, rc: PackageRC = PACKAGE, weight_bytes: float | None = None) -> None:
+        """`weight_bytes`: one GPU's weights as stored (quantized pages hold fewer bytes; default FP16)."""
         self.loop, self.shard, self.layout, self.options = loop, shard, layout, options
+        self.weight_bytes = weight_bytes
         self.prefix_tokens = prefix_tokens
         self.weights_in_hbf = layout.weights == "hbf"
         self.stack = options.stack()
         # Reads see the stacks through the memory-tier interface: tR as latency, bandwidth, energy per byte, and
         # the `Sharing` that divides the bandwidth among the ports reading at the same time.
         self.tier = self.stack.tier().scaled(layout.hbf_stacks)
-        self.layers, self.slots, self.object_bytes = objects(shard)
+        self.layers, self.slots, self.object_bytes = objects(shard, weight_bytes)
         self.object_pages = len(page_reads(0, int(self.object_bytes)))
         self.lru = LayerLRU(self.layers, self.slots, int(layout.frame_cache_gib * GIB // self.object_bytes))
         model = shard.model
@@ -369,7 +371,7 @@ class HBFTier:
                 kv = {key: kv[key] + port.kv.counts[key] for key in KV_COUNTS}
         refresh = package.counters
         # The KV region: the HBF beyond the weights, in erase blocks (writes spread evenly over it).
-        kv_blocks = (self.layout.hbf_bytes - self.layout.hbf_weight_bytes(self.shard)) / (
+        kv_blocks = (self.layout.hbf_bytes - self.layout.hbf_weight_bytes(self.shard, self.weight_bytes)) / (
             self.stack.pages_per_block * PAGE_BYTES) if self.layout.kv == "hbf" else 0.0
         summary = {
             "gpus": tp,

@@ -224,16 +224,6 @@ def test_quantized_weights_refuse_another_gpu_performance_model(table, change: d
                                 f"{message}; use --perf-model roofline alone")
 
 
-def test_quantized_weights_refuse_sm_partitions_and_pnm_decoding(table) -> None:
-    setting = make_setting(A100, LLAMA2_70B, table, quantization=W4)
-    with pytest.raises(ConfigError) as error:
-        build("sm-7:3", setting, EventLoop())
-    assert str(error.value) == "SM partitions with quantized weights are not modelled"
-    with pytest.raises(ConfigError) as error:
-        build("duopd", setting, EventLoop())
-    assert str(error.value) == "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)"
-
-
 # --- The performance model every executor gets ---
 
 def test_every_executor_prices_with_the_settings_performance_model(table) -> None:
@@ -285,13 +275,10 @@ def test_one_gpu_is_accounted_as_the_gpu_and_two_as_chunked_prefill(table) -> No
 
 # --- Refusals ---
 
-def test_a_configuration_refuses_no_batch_no_chunk_and_quantized_weights_in_hbf(table) -> None:
+def test_a_configuration_refuses_no_batch_and_no_chunk(table) -> None:
     make_setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1, chunk_tokens=1)      # the smallest of each
     for change, message in [({"max_batch": 0}, "max batch must be >= 1, got 0"),
-                            ({"chunk_tokens": 0}, "chunk size must be >= 1 token"),
-                            ({"quantization": W4, "memory": "B"},
-                             "quantized weights in an HBF package layout are not modelled (use --weights fp16 with "
-                             "--memory)")]:
+                            ({"chunk_tokens": 0}, "chunk size must be >= 1 token")]:
         with pytest.raises(ConfigError) as error:
             resolve(SimulationConfig(system="chunked", model=LLAMA2_70B, workload=FixedBatch(1, 1, 1), **change),
                     table)

@@ -6,7 +6,7 @@
 and imported from there; "after" is this checkout. Each side generates the same block and parameters in a process
 of its own (`basedie generate`), the two one after the other, and is measured from the kernel's accounting: wall
 seconds, CPU seconds (user + system, Yosys's child process included) and the largest resident set of the Python
-process and of its Yosys. Ratios are before ÷ after. On a shared machine wall time depends on the load; CPU time
+process and of its largest child (Yosys; a child started by fork counts the pages it shared with Python). Ratios are before ÷ after. On a shared machine wall time depends on the load; CPU time
 much less, so both are printed. The Markdown table replaces the one between the markers in `--doc`.
 """
 import argparse
@@ -28,7 +28,7 @@ status = main(["generate", *sys.argv[1:]])
 me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"status": status, "wall_s": time.monotonic() - started,
                   "cpu_s": me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime,
-                  "python_rss_mb": me.ru_maxrss / 1024, "yosys_rss_mb": children.ru_maxrss / 1024}))
+                  "python_rss_mb": me.ru_maxrss / 1024, "child_rss_mb": children.ru_maxrss / 1024}))
 """
 
 
@@ -48,7 +48,7 @@ def generate(source: Path, block: str, params: list[str], out: Path) -> dict:
 
 def table(block: str, params: list[str], base: str, before: dict, after: dict) -> str:
     rows = [("wall s", "wall_s", "{:.1f}"), ("CPU s (Python + Yosys)", "cpu_s", "{:.1f}"),
-            ("largest RSS, Python (MB)", "python_rss_mb", "{:.0f}"), ("largest RSS, Yosys (MB)", "yosys_rss_mb", "{:.0f}"),
+            ("largest RSS, Python (MB)", "python_rss_mb", "{:.0f}"), ("largest RSS, a child (MB)", "child_rss_mb", "{:.0f}"),
             ("Verilog (MB)", "verilog_mb", "{:.2f}"), ("Verilog modules", "modules", "{:d}")]
     what = f"`basedie generate {block}{''.join(f' --param {p}' for p in params)}`"
     lines = [f"{what}, before (`{base}`) and after, one after the other on this machine "

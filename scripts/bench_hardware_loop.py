@@ -1,6 +1,6 @@
 """`basedie generate` before and after, side by side in one run on this machine; writes the table into docs.
 
-    python scripts/bench_hardware_loop.py [--base main] [--block pnm] [--param NAME=VALUE ...] [--doc docs/fast-loop.md]
+    python scripts/bench_hardware_loop.py [--base main] [--block pnm] [--param NAME=VALUE ...] [--doc docs/results/fast-loop.md]
 
 "Before" is the code of `--base` (a git ref), checked out with `git worktree add --detach` into a temporary folder
 and imported from there; "after" is this checkout. Each side generates the same block and parameters in a process
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="the git ref measured as 'before' (main)")
     parser.add_argument("--block", default="pnm", help="the block to generate (pnm, at the paper's size)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a block parameter")
-    parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "fast-loop.md", help="the page to write into")
+    parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "results" / "fast-loop.md", help="the page to write into")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_hardware_loop-") as folder:
         old = Path(folder) / "before"

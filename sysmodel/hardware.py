@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import ConfigError, require
 from .memory import GB, HBM4_STACK, MemoryTier
+from .power import pnm_power_w
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,14 @@ class PNMArray:
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
     vector_width: int            # the vector unit's lanes, a power of two
-    power_w: float               # per stack
+    power_w: float | None        # per stack; None: the synthesized power (`power()`)
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
+
+    def power(self) -> float:
+        """Watts per stack: `power_w` when given (a what-if), else the synthesized PNM's (sysmodel.power)."""
+        if self.power_w is not None:
+            return self.power_w
+        return pnm_power_w(self.lanes, self.lane_width, self.vector_width, self.clock_hz)
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ class Hardware:
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
                 "hardware: memory controller request size and ports must be > 0")
-        require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
+        require(min(self.gpu.power_w, self.pnm.power_w or 0.0, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
 
@@ -154,12 +161,12 @@ NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True
 # = 72 × 1.8 TB/s], so two 8-GPU groups of the paper's machine talk over the same NVLink Switch.
 NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
-# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
-# (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
-# conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
+# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); its power per stack is the
+# synthesized PNM's (sysmodel.power; the paper's 6.45 W, §6.7, is a comparison column in docs/ppa.md);
+# inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
 # (1.56 mm², §6.7), not its width. 128 FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
 # docs/effects.md ("The PNM's vector unit") shows what other widths change.
-PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=6.45,
+PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=None,
                      all_reduce_s=500e-9)
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM, network=NVL72_NETWORK)

@@ -19,6 +19,8 @@ from .errors import ConfigError, require
 from .hardware import GPU
 from basedie.verified import VerifiedBlocks
 
+from .power import dqb_power_w
+
 # Weight formats: bits per weight and whether a group scale/zero pair (S/Z) comes with them.
 WEIGHT_BITS = {"fp16": 16, "w4a16": 4, "w8a16": 8, "fp8": 8}
 DQB_WEIGHT = {"w4a16": "int4", "w8a16": "int8", "fp8": "fp8_e4m3"}   # the DQB's mode names (Table 5)
@@ -29,8 +31,6 @@ DQB_PARAMS = {"interface_bits": 512, "rounding": "nearest_even"}
 # DQB design clock, 328 MHz (paper 002 §6.1, Table 5). Until the verified entries carry their design clock,
 # this is the one place it is taken from.
 DQB_DESIGN_CLOCK_HZ = 328e6
-# Power per DQB at 20 % input toggle rate, 12 nm (§6.1, Table 5).
-DQB_POWER_W = 0.355
 
 
 @dataclass(frozen=True)
@@ -353,8 +353,8 @@ class GemmModel:
         return GemmCost(seconds, nbytes, stream, tensor, 0.0, bound)
 
     def power_w(self) -> float:
-        """GPU board power, plus every DQB's when they dequantize (§6.1)."""
-        return self.gpu.power_w + (self.dqbs * DQB_POWER_W if self.quant.dequant == "dqb" else 0.0)
+        """GPU board power, plus every DQB's when they dequantize (§6.1): the synthesized DQB's (sysmodel.power)."""
+        return self.gpu.power_w + (self.dqbs * dqb_power_w() if self.quant.dequant == "dqb" else 0.0)
 
     def energy_j(self, cost: GemmCost) -> float:
         return cost.seconds * self.power_w() + cost.hbm_bytes * self.gpu.stack.energy_per_byte

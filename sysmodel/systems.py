@@ -262,10 +262,10 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
         decode=pnm,
         prefill_account=built.account("prefill (GPU)", "gpu", hw.gpus * hw.gpu.flops, memory,
                                       hw.gpus * hw.gpu.power_w, e_hbm),
-        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power_w,
+        decode_account=built.account("decode (PNM)", "pnm", stacks * pnm.peak_flops, memory, stacks * hw.pnm.power(),
                                      e_hbm * (1 - hw.pnm_hbm_energy_saving)),
         shard=shard, roles=("gpu", "pnm"),
-        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * hw.pnm.power_w, 0.0),
+        powers=(_gpu_power(setting), PortPower((0.0, hw.gpu.stacks * hw.pnm.power(), 0.0),
                                                e_hbm * (1 - hw.pnm_hbm_energy_saving))))
 
 

@@ -15,6 +15,7 @@ from sysmodel.hardware import B200_SM_BANDWIDTH, PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM, LLAMA2_70B
 from sysmodel.memory import MemoryTier
 from sysmodel.operators import Shard, decode_work, prefill_work
+from sysmodel.power import pnm_power_w
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import Setting, build
 from sysmodel.workload import FixedBatch
@@ -143,7 +144,7 @@ def test_pnm_decoding_pays_93_percent_of_the_hbm_energy_per_byte(table) -> None:
     by_device = {a.device: a for a in built.accounts}
     assert by_device["pnm"].hbm_energy_per_byte == pytest.approx(20.8e-12 * 0.93, rel=1e-12)
     assert by_device["gpu"].hbm_energy_per_byte == pytest.approx(20.8e-12, rel=1e-12)
-    assert by_device["pnm"].power_w == pytest.approx(64 * 6.45)     # 8 GPUs × 8 stacks, 6.45 W each (§6.7)
+    assert by_device["pnm"].power_w == pytest.approx(64 * PNM_W)     # 8 GPUs × 8 stacks, the synthesized PNM each
 
 
 # LLaMA2-70B KV per token: 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
@@ -170,13 +171,15 @@ def test_pd_decode_waits_for_the_last_layer_of_the_kv_transfer(table) -> None:
 
 
 E_HBM = 41.6 / 2e12          # J/B, §6.7
+PNM_W = pnm_power_w(16, 1024, 128, 1e9)    # one PNM per stack, from the synthesis table (sysmodel.power)
 GPU_FLOPS, GPU_W, GPU_BW = 2.5e15, 1400.0, 8 * 2e12    # per GPU: §6.1, §6.7; 8 stacks of 2 TB/s
 
 
 @pytest.mark.parametrize(("system", "accounts"), [
     ("duopd", [("prefill (GPU)", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM),
-               # 64 PNMs of 16 lanes × 1,024 MACs × 2 FLOPs at 1 GHz; 6.45 W each; 7 % less HBM energy.
-               ("decode (PNM)", "pnm", 64 * 16 * 1024 * 2 * 1e9, 8 * GPU_BW, 64 * 6.45, E_HBM * 0.93)]),
+               # 64 PNMs of 16 lanes × 1,024 MACs × 2 FLOPs at 1 GHz; the synthesized PNM's power each; 7 % less
+               # HBM energy.
+               ("decode (PNM)", "pnm", 64 * 16 * 1024 * 2 * 1e9, 8 * GPU_BW, 64 * PNM_W, E_HBM * 0.93)]),
     ("chunked", [("chunked prefill", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM)]),
     ("sm-7:3", [("prefill SMs", "gpu", 0.7 * 8 * GPU_FLOPS, 8 * GPU_BW, 0.7 * 8 * GPU_W, E_HBM),
                 ("decode SMs", "gpu", 0.3 * 8 * GPU_FLOPS, 8 * GPU_BW, 0.3 * 8 * GPU_W, E_HBM)]),

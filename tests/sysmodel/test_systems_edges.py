@@ -15,6 +15,7 @@ from sysmodel.errors import ConfigError
 from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from sysmodel.hardware import NVLINK5, PAPER_HARDWARE, Link
 from sysmodel.hbf.layout import PRESETS as LAYOUTS, Layout
+from sysmodel.power import pnm_power_w
 from sysmodel.hbf.service import PortPower
 from sysmodel.llm import LLAMA2_70B, LLM, QWEN3_235B_A22B
 from sysmodel.operators import Shard, decode_work, prefill_work
@@ -118,8 +119,10 @@ def test_pd_instances_each_get_their_own_hbf_service(table) -> None:
 
 @pytest.mark.parametrize("system, powers", [
     # Per GPU of layout B (3 HBM4 stacks, 41.6 W at 2 TB/s = 20.8 pJ/B, §6.7): the GPU's 1,400 W heats its own die;
-    # DuoPD's PNMs, 6.45 W on each stack's base die (§6.7), heat the HBM dies and read 7 % less energy per byte.
-    ("duopd", {"gpu": ((1400.0, 0.0, 0.0), 20.8e-12), "pnm": ((0.0, 3 * 6.45, 0.0), 20.8e-12 * 0.93)}),
+    # DuoPD's PNMs, the synthesized power on each stack's base die, heat the HBM dies and read 7 % less energy per
+    # byte.
+    ("duopd", {"gpu": ((1400.0, 0.0, 0.0), 20.8e-12),
+               "pnm": ((0.0, 3 * pnm_power_w(16, 1024, 128, 1e9), 0.0), 20.8e-12 * 0.93)}),
     # An SM partition draws the board's power in proportion to its SMs.
     ("sm-7:3", {"prefill": ((0.7 * 1400.0, 0.0, 0.0), 20.8e-12), "decode": ((0.3 * 1400.0, 0.0, 0.0), 20.8e-12)}),
 ])

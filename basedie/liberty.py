@@ -36,13 +36,19 @@ class Table:
     values: tuple[tuple[float, ...], ...]
 
     def at(self, transition: float, load: float = 0.0) -> float:
-        rows = [_interpolate(self.loads, row, load) if len(self.loads) > 1 else row[0] for row in self.values]
-        return _interpolate(self.transitions, rows, transition) if len(self.transitions) > 1 else rows[0]
+        i, u = _locate(self.transitions, transition)
+        j, v = _locate(self.loads, load)
+        rows, i1, j1 = self.values, min(i + 1, len(self.transitions) - 1), min(j + 1, len(self.loads) - 1)
+        a, b, c, d = rows[i][j], rows[i][j1], rows[i1][j], rows[i1][j1]
+        return a + (b - a) * v + (c - a) * u + (a - b - c + d) * u * v
 
 
-def _interpolate(xs: tuple[float, ...], ys, x: float) -> float:
+def _locate(xs: tuple[float, ...], x: float) -> tuple[int, float]:
+    """The index of the segment of `xs` that holds `x` (the first or last one outside) and x's fraction of it."""
+    if len(xs) == 1:
+        return 0, 0.0
     i = min(max(bisect.bisect_left(xs, x) - 1, 0), len(xs) - 2)
-    return ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
+    return i, (x - xs[i]) / (xs[i + 1] - xs[i])
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,11 @@ class Figures:
         return None
 
 
-def analyse_design(design: dict, top: str, library: Library, period_ps: float, toggle_rate: float) -> dict[str, Figures]:
-    """Every module of a Yosys JSON design reachable from `top`, children first."""
+def analyse_design(design: dict, top: str, library: Library, period_ps: float, toggle_rate: float,
+                   activity: dict[str, float] | None = None) -> dict[str, Figures]:
+    """Every module of a Yosys JSON design reachable from `top`, children first. `activity` (toggles per cycle
+    by net name, `name[i]`) replaces `toggle_rate` on the nets of `top` it names; the other nets of `top` toggle
+    at the mean of those rates. It applies to a flat design only."""
     modules = design["modules"]
     done: dict[str, Figures] = {}
 
@@ -76,15 +79,35 @@ def analyse_design(design: dict, top: str, library: Library, period_ps: float, t
         for cell in modules[name]["cells"].values():
             if cell["type"] in modules and cell["type"] not in done:
                 visit(cell["type"])
-        done[name] = analyse(name, modules[name], library, period_ps, toggle_rate, done)
+        rates = None
+        if name == top and activity is not None:
+            if done:
+                raise ValueError(f"measured activity applies to a flat design; {top} instantiates {', '.join(done)}")
+            rates = _bit_rates(modules[name], activity)
+        done[name] = analyse(name, modules[name], library, period_ps, toggle_rate, done, rates)
 
     visit(top)
     return done
 
 
+def _bit_rates(module: dict, activity: dict[str, float]) -> dict:
+    """Bit -> toggles per cycle for the nets `activity` names; None -> the mean of those (every other net)."""
+    rates = {}
+    for name, net in module["netnames"].items():
+        for i, bit in enumerate(net["bits"]):
+            key = f"{name}[{i}]" if len(net["bits"]) > 1 else name
+            if isinstance(bit, int) and key in activity:
+                rates[bit] = activity[key]
+    if not rates:
+        raise ValueError("no net of the netlist is named in the measured activity")
+    rates[None] = sum(rates.values()) / len(rates)
+    return rates
+
+
 def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_rate: float,
-            boxes: dict[str, Figures]) -> Figures:
-    """One module: `boxes` are the figures of the modules it instantiates."""
+            boxes: dict[str, Figures], rates: dict | None = None) -> Figures:
+    """One module: `boxes` are the figures of the modules it instantiates; `rates` the measured toggles per cycle
+    of its nets (`_bit_rates`), else every net toggles at `toggle_rate`."""
     names = _net_names(module)
     out_bits = {b for p in module["ports"].values() if p["direction"] == "output" for b in p["bits"]}
     in_bits = {b for p in module["ports"].values() if p["direction"] == "input" for b in p["bits"]}
@@ -197,7 +220,8 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
                 end=label(end, into, " (D)"))
     register_ends = [(b, r) for b, r, into in ends if into is not None and isinstance(b, int)]
     outputs = [b for b in out_bits if isinstance(b, int)]
-    area, count, flops, leakage, energy, by_type = _totals(cells, load, transition, library, toggle_rate)
+    rate = (lambda b: rates.get(b, rates[None])) if rates is not None else (lambda b: toggle_rate)
+    area, count, flops, leakage, energy, by_type = _totals(cells, load, transition, library, rate)
     return Figures(
         name=name, area_um2=area, cells=count, flip_flops=flops, leakage_w=leakage, dynamic_energy_fj=energy, path=path,
         input_to_register_ps=max((arrival_in[b] + period_ps - r for b, r in register_ends), default=0.0),
@@ -235,7 +259,7 @@ def _propagate(cell, load, arrival_in, arrival_reg, transition, previous) -> Non
             transition[out] = worst_slew
 
 
-def _totals(cells, load, transition, library: Library, toggle_rate: float):
+def _totals(cells, load, transition, library: Library, rate):
     """Area, cells, flip-flops, leakage (W) and dynamic energy per cycle (fJ) of the cells and boxes."""
     area = leakage_pw = energy = 0.0
     count = flops = 0
@@ -260,14 +284,14 @@ def _totals(cells, load, transition, library: Library, toggle_rate: float):
             table = kind.energy.get(pin)
             for b in bits:
                 internal = table.at(slew_in, load[b]) if table is not None else 0.0
-                energy += toggle_rate * (internal + 0.5 * load[b] * volts2)
+                energy += rate(b) * (internal + 0.5 * load[b] * volts2)
         for pin, bits in ins.items():
             table = kind.energy.get(pin)
             if pin == kind.clock:  # rises and falls every cycle; its pin is charged once per cycle
                 flops += 1
                 energy += 2 * table.at(CLOCK_TRANSITION_PS) + kind.inputs[pin] * volts2
             elif table is not None:
-                energy += toggle_rate * sum(table.at(transition[b]) for b in bits)
+                energy += sum(rate(b) * table.at(transition[b]) for b in bits)
     return area, count, flops, leakage_pw * 1e-12, energy, dict(sorted(by_type.items()))
 
 

@@ -70,7 +70,7 @@ def entry(entries: list[dict], block: str, **params) -> dict:
     found = [e for e in entries if e["block"] == block and e["figures"] is not None
              and all(e["params"].get(k) == v for k, v in params.items())]
     if len(found) != 1:
-        sys.exit(f"error: {len(found)} synthesized entries of {block} with {params}; run `basedie synth {block}`")
+        raise LookupError(f"{len(found)} synthesized entries of {block} with {params}: run `basedie synth {block}`")
     return found[0]["figures"]
 
 
@@ -151,7 +151,8 @@ def thermal_table() -> str:
     stacks = PAPER_HARDWARE.gpu.stacks
     rows = ["| PNM power per stack | HBM node power (8 stacks) | HBM peak °C | GPU °C | DuoPD peak | refresh limit |",
             "| --- | --- | --- | --- | --- | --- |"]
-    for label, pnm_w in (("paper 6.45 W", PAPER_PNM_POWER_W), ("synthesized", PAPER_PNM.power())):
+    synthesized = pnm_power_w(PAPER_PNM.lanes, PAPER_PNM.lane_width, PAPER_PNM.vector_width, PAPER_PNM.clock_hz)
+    for label, pnm_w in (("paper 6.45 W", PAPER_PNM_POWER_W), ("synthesized", synthesized)):
         hbm_w = stacks * (DRAM_DIES * DRAM_DIE_W + pnm_w)
         temps = thermal.steady((PAPER_HARDWARE.gpu.power_w, hbm_w, 0.0))
         rows.append(f"| {label}: {pnm_w:.2f} W | {hbm_w:.0f} W | {temps[NODES.index('hbm')]:.1f} | "
@@ -159,13 +160,21 @@ def thermal_table() -> str:
     return "\n".join(rows)
 
 
+def section(title: str, table) -> str:
+    """A titled table, or the reason it cannot be written yet (an entry it needs is not in the table)."""
+    try:
+        return f"### {title}\n\n{table()}"
+    except LookupError as missing:
+        return f"### {title}\n\nNot available yet: {str(missing).strip(chr(39))}."
+
+
 def generated(entries: list[dict]) -> str:
     return "\n\n".join([
         BEGIN,
-        "### Every block and parameter set\n\n" + markdown(entries),
-        "### DuoPD §6.7: one PNM per HBM stack\n\n" + duopd_table(entries),
-        "### StreamDQ §6.1, Table 5: one DQB\n\n" + streamdq_table(entries),
-        "### Thermal check: the base die at the synthesized power\n\n" + thermal_table(),
+        section("Every block and parameter set", lambda: markdown(entries)),
+        section("DuoPD §6.7: one PNM per HBM stack", lambda: duopd_table(entries)),
+        section("StreamDQ §6.1, Table 5: one DQB", lambda: streamdq_table(entries)),
+        section("Thermal check: the base die at the synthesized power", thermal_table),
         END,
     ])
 

@@ -12,7 +12,6 @@ import numpy as np
 
 from .errors import ConfigError, require
 from .memory import GB, HBM4_STACK, MemoryTier
-from .power import pnm_power_w
 
 
 @dataclass(frozen=True)
@@ -83,14 +82,8 @@ class PNMArray:
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
     vector_width: int            # the vector unit's lanes, a power of two
-    power_w: float | None        # per stack; None: the synthesized power (`power()`)
+    power_w: float               # per stack
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
-
-    def power(self) -> float:
-        """Watts per stack: `power_w` when given (a what-if), else the synthesized PNM's (sysmodel.power)."""
-        if self.power_w is not None:
-            return self.power_w
-        return pnm_power_w(self.lanes, self.lane_width, self.vector_width, self.clock_hz)
 
 
 @dataclass(frozen=True)
@@ -143,7 +136,7 @@ class Hardware:
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
                 "hardware: memory controller request size and ports must be > 0")
-        require(min(self.gpu.power_w, self.pnm.power_w or 0.0, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
+        require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
 
@@ -161,12 +154,12 @@ NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True
 # = 72 × 1.8 TB/s], so two 8-GPU groups of the paper's machine talk over the same NVLink Switch.
 NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
-# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); its power per stack is the
-# synthesized PNM's (sysmodel.power; the paper's 6.45 W, §6.7, is a comparison column in docs/ppa.md);
-# inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
+# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
+# (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
+# conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
 # (1.56 mm², §6.7), not its width. 128 FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
 # docs/effects.md ("The PNM's vector unit") shows what other widths change.
-PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=None,
+PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=6.45,
                      all_reduce_s=500e-9)
 
 PAPER_HARDWARE = Hardware(gpu=PAPER_GPU, gpus=8, link=NVLINK5, pnm=PAPER_PNM, network=NVL72_NETWORK)
@@ -190,7 +183,6 @@ HBM2_STACK_A100 = MemoryTier(name="HBM2 stack (A100 40 GB)", capacity_bytes=8 * 
                              latency_s=HBM4_STACK.latency_s, energy_per_byte=3.9e-12 * 8)
 A100_PCIE_40GB = GPU(name="A100 PCIe 40 GB", flops=312e12, power_w=250.0, sms=108, stacks=5, stack=HBM2_STACK_A100,
                      cores=A100_CORES, pseudo_channels_per_stack=16)
-HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}   # real systems: `sysmodel.presets`
 
 
 def with_overrides(hardware: Hardware, assignments: dict[str, str]) -> Hardware:

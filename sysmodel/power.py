@@ -1,5 +1,7 @@
 """Power of the base-die logic (PNM, DQB) from the synthesis table (`basedie synth`, docs/ppa.md), as the
-latencies come from the verified table: the papers' own synthesis results are kept only for comparison.
+latencies come from the verified table: the papers' own synthesis results are kept only for comparison. The
+comparison tables and the thermal check of docs/ppa.md read it; the serving simulation still takes the papers'
+figures (sysmodel/hardware.py, sysmodel/quantized.py) until the paper-size entries are in the table.
 
 Each figure is the synthesized block's leakage plus its vectorless dynamic power at its design clock and the
 table's toggle rate (ASAP7, the corner recorded with the entry). A table entry synthesized from other `rtl/`

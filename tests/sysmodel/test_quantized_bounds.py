@@ -9,8 +9,7 @@ import pytest
 
 from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.power import dqb_power_w
-from sysmodel.quantized import KERNELS, GemmModel, Quantization
+from sysmodel.quantized import DQB_POWER_W, KERNELS, GemmModel, Quantization
 
 K, N = 4096, 1024
 
@@ -88,7 +87,7 @@ def test_the_fused_kernel_names_what_bounds_it() -> None:
 def test_only_the_dqb_path_adds_the_dqbs_power() -> None:
     assert gpu_model("gpu-fused").power_w() == A100_PCIE_40GB.power_w
     dqb = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load())
-    assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * dqb_power_w())   # a DQB per pseudo-channel
+    assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * DQB_POWER_W)   # a DQB per pseudo-channel
 
 
 def test_the_fp16_gemm_by_hand() -> None:

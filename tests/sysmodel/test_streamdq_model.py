@@ -9,7 +9,6 @@ import pytest
 from basedie.cli import main
 from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.power import dqb_power_w
 from sysmodel.presets import PRESETS
 from sysmodel.llm import resolve_model
 from sysmodel.operators import Shard, decode_work
@@ -157,7 +156,7 @@ def test_halving_the_output_rate_halves_dqb_bound_throughput() -> None:
 def test_dqb_energy_adds_every_dqbs_power() -> None:
     gemm = model(dequant="dqb", kernel=None)
     cost = gemm.cost(1, K, N)
-    assert gemm.energy_j(cost) == pytest.approx(cost.seconds * (250 + 80 * dqb_power_w()) + cost.hbm_bytes * 31.2e-12)
+    assert gemm.energy_j(cost) == pytest.approx(cost.seconds * (250 + 80 * 0.355) + cost.hbm_bytes * 31.2e-12)
 
 
 def test_quantized_footprint_is_packed_linear_layers_plus_fp16_embeddings() -> None:

@@ -288,3 +288,42 @@ def test_the_committed_table_holds_every_full_size_configuration_synthesized_fro
         elif entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):
             problems.append(f"{name} {params.as_dict()}: synthesized from other rtl/ sources")
     assert problems == [], "run `basedie synth all` and commit the table:\n" + "\n".join(problems)
+
+
+def test_toggle_rates_count_the_bits_that_change_per_clock_cycle(tmp_path: Path) -> None:
+    from vcd import VCDWriter
+    from basedie.vcd_activity import toggle_rates
+
+    path = tmp_path / "dump.vcd"
+    with path.open("w") as out, VCDWriter(out, timescale="1 ns") as writer:
+        clk = writer.register_var("TOP.top", "clk", "wire", size=1)
+        data = writer.register_var("TOP.top", "data", "wire", size=4)
+        other = writer.register_var("TOP.elsewhere", "data", "wire", size=4)
+        values = [0b0000, 0b0011, 0b0011, 0b1111]   # bits 0, 1 toggle once; bits 2, 3 once; over 4 cycles
+        for cycle, value in enumerate(values):
+            writer.change(clk, 10 * cycle, 0)
+            writer.change(data, 10 * cycle + 1, value)
+            writer.change(other, 10 * cycle + 1, cycle % 2 * 15)
+            writer.change(clk, 10 * cycle + 5, 1)
+    rates = toggle_rates(path, "top")
+    assert rates["clk"] == 7 / 4   # seven edges after its first value, over four rising edges
+    assert [rates[f"data[{i}]"] for i in range(4)] == [0.25, 0.25, 0.25, 0.25]
+
+
+def test_library_tables_interpolate_between_their_points_and_hit_them_exactly() -> None:
+    from basedie.liberty import Table
+
+    table = Table((5.0, 10.0), (1.0, 3.0), ((10.0, 30.0), (20.0, 40.0)))
+    assert table.at(5.0, 1.0) == 10.0 and table.at(10.0, 3.0) == 40.0
+    assert table.at(7.5, 2.0) == pytest.approx(25.0)
+    assert table.at(15.0, 1.0) == pytest.approx(30.0)   # extrapolated along the transition axis
+
+
+def test_identical_modules_are_merged_into_one_instantiated_by_every_user() -> None:
+    same = "(a, y);\n  input a;\n  output y;\n  assign y = a;\nendmodule\n"
+    text = ("module top(a, y, z);\n  \\top.b0  b0 (\n  );\n  \\top.b1  b1 (\n  );\n  \\top.c  c (\n  );\nendmodule\n"
+            f"module \\top.b0 {same}module \\top.b1 {same}module \\top.c (a, y);\n  input a;\n  output y;\n"
+            "  assign y = ~a;\nendmodule\n")
+    merged = synthesis.deduplicated(text)
+    assert "module \\top.b1" not in merged and "module \\top.b0" in merged and "module \\top.c" in merged
+    assert synthesis.shared_modules(merged) == {"top.b0": 2}

@@ -16,7 +16,7 @@ from tb.runner import non_default
 from tb.synthesis import SRAM_BITCELL_UM2, load
 
 HEADER = ("block", "parameters", "cells", "flip-flops", "memory bits", "levels", "area µm² (memories as SRAM)",
-          "clock MHz", "critical path ps", "slack ps", "max MHz", "path (start → end)", "leakage mW",
+          "clock MHz", "critical path ps", "slack ps", "max MHz", "path (start → end)", "leakage µW",
           "dynamic mW", "Yosys CPU s")
 
 
@@ -39,7 +39,7 @@ def rows(entries: list[dict]) -> list[tuple[str, ...]]:
         out.append((e["block"], label(e), f"{f['cells']:,}", f"{f['flip_flops']:,}", f"{f['memory_bits']:,}",
                     str(f["depth_levels"]), area, f"{t['clock_hz'] / 1e6:g}", f"{t['critical_path_ps']:,.0f}",
                     f"{t['slack_ps']:,.0f}", f"{t['max_clock_mhz']:,.0f}", f"`{t['start']}` → `{t['end']}`",
-                    f"{w['leakage_w'] * 1e3:.3f}", f"{w['dynamic_w'] * 1e3:.2f}", f"{p['cpu_s']:.0f}"))
+                    f"{w['leakage_w'] * 1e6:.2f}", f"{w['dynamic_w'] * 1e3:.2f}", f"{p['cpu_s']:.0f}"))
     return out
 
 

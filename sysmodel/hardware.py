@@ -183,6 +183,7 @@ HBM2_STACK_A100 = MemoryTier(name="HBM2 stack (A100 40 GB)", capacity_bytes=8 * 
                              latency_s=HBM4_STACK.latency_s, energy_per_byte=3.9e-12 * 8)
 A100_PCIE_40GB = GPU(name="A100 PCIe 40 GB", flops=312e12, power_w=250.0, sms=108, stacks=5, stack=HBM2_STACK_A100,
                      cores=A100_CORES, pseudo_channels_per_stack=16)
+HARDWARE_PRESETS = {"paper": PAPER_HARDWARE}   # real systems: `sysmodel.presets`
 
 
 def with_overrides(hardware: Hardware, assignments: dict[str, str]) -> Hardware:

@@ -17,7 +17,6 @@ import numpy as np
 
 from .errors import ConfigError, require
 from .hardware import GPU
-from . import quantized_measured as measured
 from basedie.verified import VerifiedBlocks
 
 # Weight formats: bits per weight and whether a group scale/zero pair (S/Z) comes with them.
@@ -107,22 +106,18 @@ class Quantization:
     kernel: str | None = None
     activations: str = "fp16"
     link_expanded: bool = True     # DQB: the die-to-die link carries the expanded 16-bit stream (else: no bound)
-    kernel_model: str = "roofline"  # GPU kernels: instruction-count roofline, or measured (`quantized_measured`)
 
     def __post_init__(self) -> None:
         require(self.weights in WEIGHT_BITS, f"unknown weights {self.weights!r}; choose one of {', '.join(WEIGHT_BITS)}")
         require(self.activations in ACTIVATIONS,
                 f"unknown activations {self.activations!r}; choose one of {', '.join(ACTIVATIONS)}")
         if not self.quantized:
-            require(self.dequant is None and self.kernel is None and not self.group_size
-                    and self.kernel_model == "roofline",
-                    "fp16 weights need no dequantization: drop --dequant, --kernel, --kernel-model and --group-size")
+            require(self.dequant is None and self.kernel is None and not self.group_size,
+                    "fp16 weights need no dequantization: drop --dequant, --kernel and --group-size")
             return
         require(self.dequant in DEQUANT_MODES,
                 f"{self.weights} weights need --dequant, one of {', '.join(DEQUANT_MODES)}")
         require(self.group_size >= 1, f"group size must be >= 1, got {self.group_size}")
-        require(self.kernel_model in measured.KERNEL_MODELS,
-                f"unknown kernel model {self.kernel_model!r}; choose one of {', '.join(measured.KERNEL_MODELS)}")
         if self.dequant == "dqb":
             require(self.kernel is None, "--kernel names a GPU-side dequantization kernel; the DQB needs none")
             return
@@ -133,11 +128,6 @@ class Quantization:
         require(self.activations in family.activations,
                 f"{self.kernel} has no kernel for {self.activations} activations")
         require(self.dequant != "gpu-fused" or family.fused, f"{self.kernel} has no fused kernel")
-        fuses = self.dequant == "gpu-fused" or (self.dequant == "gpu" and family.fused and family.split_from > 0)
-        require(self.kernel_model != "measured" or not fuses
-                or (self.kernel in measured.MEASURED_SERIES and self.bits == measured.MEASURED_BITS),
-                f"no measured fused kernel for {self.kernel} {self.weights} (measured: INT4 "
-                f"{', '.join(measured.MEASURED_SERIES)}); use --kernel-model roofline")
 
     @property
     def quantized(self) -> bool:
@@ -174,9 +164,9 @@ def sz_fraction(table: VerifiedBlocks, bits: int, group_size: int) -> float:
     for row in dqb_figure(table, "sz_read_fraction"):
         if (row["weight_bits"], row["group_size"]) == (bits, group_size):
             return float(row["fraction"])
-    groups = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
+    measured = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
     raise ConfigError(f"no measured S/Z fraction for group size {group_size} ({bits}-bit); measured: "
-                      f"{', '.join(map(str, groups))}")
+                      f"{', '.join(map(str, measured))}")
 
 
 @dataclass(frozen=True)
@@ -300,9 +290,6 @@ class GemmModel:
         bandwidth = bandwidth or self.gpu.memory.bandwidth
         nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
         memory = nbytes / bandwidth
-        if self.quant.kernel_model == "measured":
-            seconds = measured.fused_seconds(self.gpu, family.name, m, k, n, bandwidth)
-            return GemmCost(seconds, nbytes, memory, 2 * self._padded(m) * k * n / self.gpu.flops, 0.0, "measured")
         dequantized = k * n * _ceil(m / family.rows_per_dequant(m))
         mix = family.mixes[self.quant.bits]
         if family.tensor_cores:
@@ -320,14 +307,9 @@ class GemmModel:
         bandwidth = bandwidth or self.gpu.memory.bandwidth
         copy = 2 * k * n
         dequant_bytes = self.weight_bytes(k, n) + copy
-        cuda = self.cuda_s(k * n, family.mixes[self.quant.bits])
+        dequant = max(dequant_bytes / bandwidth, self.cuda_s(k * n, family.mixes[self.quant.bits]))
         memory, tensor, gemm_bytes = self.fp16_gemm(m, k, n, bandwidth)
-        if self.quant.kernel_model == "measured":
-            dequant = max(measured.stream_seconds(self.gpu, dequant_bytes, bandwidth), cuda)
-            seconds = dequant + measured.fp16_seconds(self.gpu, m, k, n, bandwidth)
-        else:
-            dequant = max(dequant_bytes / bandwidth, cuda)
-            seconds = dequant + larger(memory, tensor)
+        seconds = dequant + larger(memory, tensor)
         return GemmCost(seconds, dequant_bytes + gemm_bytes, dequant_bytes / bandwidth + memory, tensor,
                         dequant, "split")
 
@@ -362,11 +344,7 @@ class GemmModel:
             stream = larger(stream, bounds[name])
         tensor = 2 * self._padded(m) * k * n / self.gpu.flops
         latency = self.dqb.latency_cycles / self.dqb.clock_hz
-        if self.quant.kernel_model == "measured":    # the FP16 GEMM the DQBs feed, at its measured efficiency
-            gemm = larger(stream, 2 * m * k * n / self.gpu.flops) / measured.profile_for(self.gpu).gemm(k, n, m)
-        else:
-            gemm = larger(stream, tensor)
-        seconds = gemm + latency
+        seconds = larger(stream, tensor) + latency
         nbytes = self.weight_bytes(k, n) + 2 * m * (k + n)
         if isinstance(seconds, np.ndarray):
             bound = "mixed"

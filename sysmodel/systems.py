@@ -1,7 +1,5 @@
 """The serving systems of the DuoPD study (paper §6.1, §6.5), each a wiring of servers on the hardware.
 
-The registry `SYSTEMS` (every name, its spec and a line of help; a new system is a module and one registration):
-
 - `duopd`: all 8 GPUs prefill in tensor parallel; all decoding runs on the PNMs of the same stacks, the two
   sharing each stack through the MMU's arbitration; the KV cache stays where prefill wrote it.
 - `pd-1:1`, `pd-3:1`: PD disaggregation; prefill and decode instances on separate GPUs, the KV cache moved
@@ -10,16 +8,14 @@ The registry `SYSTEMS` (every name, its spec and a line of help; a new system is
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
 
-Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the
-weights take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`)
-gives each instance's package one `HBFTier`, and every server on it an executor that reads through it
-(`_executor`).
+Quantized weights (`Setting.quantization`) change every GPU executor (`gpu_execution`) and the memory the weights
+take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`) gives each
+instance's package one `HBFTier`, and every server on it an executor that reads through it (`_executor`).
 """
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import ClassVar
 
 from .arbitration import MMUArbitration
 from .engine import EventLoop, Request
@@ -27,121 +23,97 @@ from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
 from .hardware import Hardware
 from .hbf.layout import Layout
-from .hbf.service import HBFPort, HBFTier, PortPower
+from .hbf.service import HBFOptions, HBFPort, HBFTier, PortPower
 from .llm import LLM
 from .operators import Shard
-from .quantized import GemmModel
+from .quantized import GemmModel, Quantization
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .perf import PerfModel, perf_model
-from .registry import Registry
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from basedie.verified import VerifiedBlocks
 
 
-class System:
-    """A serving system's spec (a frozen dataclass of its shape), registered under its name in `SYSTEMS`: a new
-    system is one module with its spec and one `SYSTEMS.register` line. `options`: the configuration fields only
-    some systems read (refused elsewhere); `one_kv_server`: one server holds the KV cache, so a shared prefix or a
-    KV cache in HBF is modelled."""
-    options: ClassVar[frozenset] = frozenset()
-    one_kv_server: ClassVar[bool] = False
-
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        """Wire the system's servers on `setting` into `built` (its `submit` and accounts)."""
-        raise NotImplementedError
-
-
 @dataclass(frozen=True)
-class Disaggregated(System):
+class Disaggregated:
     prefill_instances: int
     prefill_tp: int
     decode_instances: int
     decode_tp: int
 
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        _disaggregated(self, setting, built)
-
 
 @dataclass(frozen=True)
-class SMPartition(System):
+class SMPartition:
     prefill_fraction: float
 
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        _sm_partition(self, setting, built)
+
+@dataclass(frozen=True)
+class DuoPD:
+    pass
 
 
 @dataclass(frozen=True)
-class DuoPD(System):
-    options: ClassVar[frozenset] = frozenset({"mmu_policy"})
-
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        _duopd(self, setting, built)
+class Chunked:
+    pass
 
 
 @dataclass(frozen=True)
-class Chunked(System):
-    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
-    one_kv_server: ClassVar[bool] = True
-
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        _chunked(self, setting, built)
-
-
-@dataclass(frozen=True)
-class SingleGPU(System):
-    """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
-    options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
-    one_kv_server: ClassVar[bool] = True
-
-    def build(self, setting: "Setting", built: "ServingSystem") -> None:
-        _chunked(self, setting, built, gpus=1)
+class SingleGPU:
+    pass
 
 
 # PD ratios count GPUs: 1:1 = one TP4 prefill instance + one TP4 decode instance; 3:1 = three TP2 prefill
 # instances + one TP2 decode instance (6 + 2 GPUs, §6.2 "4:4 or 6:2"; TP2 because 64 heads do not split
 # over 6 GPUs).
-SYSTEMS: Registry[System] = Registry("system")
-SYSTEMS.register("duopd", DuoPD(), "all GPUs prefill in TP; all decoding on the PNMs of their stacks (MMU arbitration)")
-SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4), "PD disaggregation: one TP4 prefill + one TP4 decode instance")
-SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2), "PD disaggregation: three TP2 prefill + one TP2 decode instance")
-SYSTEMS.register("chunked", Chunked(), "one instance mixing prompt chunks (1K dense, 4K MoE) with decoding")
-SYSTEMS.register("sm-9:1", SMPartition(0.9), "one instance, 90 % of the SMs prefill, 10 % decode")
-SYSTEMS.register("sm-7:3", SMPartition(0.7), "one instance, 70 % of the SMs prefill, 30 % decode")
-SYSTEMS.register("sm-5:5", SMPartition(0.5), "one instance, SMs split evenly between prefill and decode")
-SYSTEMS.register("gpu", SingleGPU(), "one GPU with chunked prefill and continuous batching (StreamDQ §5.1)")
+SYSTEMS = {
+    "duopd": DuoPD(),
+    "pd-1:1": Disaggregated(1, 4, 1, 4),
+    "pd-3:1": Disaggregated(3, 2, 1, 2),
+    "chunked": Chunked(),
+    "sm-9:1": SMPartition(0.9),
+    "sm-7:3": SMPartition(0.7),
+    "sm-5:5": SMPartition(0.5),
+    "gpu": SingleGPU(),
+}
 
 
-def using(option: str) -> list[str]:
-    """The registered systems that read the configuration field `option` (`chunk_tokens`, `mmu_policy`)."""
-    return [name for name, spec in SYSTEMS.items() if option in spec.options]
-
-
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Setting:
-    """Everything a system is built from: a configuration with its inputs resolved (`config.resolve`)."""
-    config: "SimulationConfig"
-    spec: System
+    """Everything a system is built from."""
     hardware: Hardware
     model: LLM
     table: VerifiedBlocks
+    mmu_policy: str = "prefill-first"
+    max_batch: int = 16
+    chunk_tokens: int | None = None      # default: 1K dense, 4K MoE (§6.1)
+    quantization: Quantization = Quantization()
+    perf_model: str = "roofline"         # how long a GPU operator takes (`sysmodel.perf`)
     layout: Layout | None = None         # None: the hardware's own HBM package (docs/hbf.md)
+    hbf: HBFOptions = HBFOptions()
+    all_reduce: str = "bandwidth"        # how the roofline prices an all-reduce (`sysmodel.perf`)
+    overlap: bool = False                # all-reduces overlapped with compute
     decode_hardware: Hardware | None = None   # PD only: the decode pool's machine (None: `hardware`)
+    shared_prefix_tokens: int = 0        # a KV prefix every prompt starts with, stored once (docs/hbf.md)
+
+    def __post_init__(self) -> None:
+        require(self.max_batch >= 1, f"max batch must be >= 1, got {self.max_batch}")
+        require(self.layout is None or not self.quantization.quantized,
+                "quantized weights in an HBF package layout are not modelled (use --weights fp16 with --memory)")
+        require(self.chunk_tokens is None or self.chunk_tokens >= 1, "chunk size must be >= 1 token")
 
     @property
     def perf(self) -> PerfModel:
-        c = self.config
-        return perf_model(c.perf_model, self.hardware.gpu, c.all_reduce, self.hardware.link, c.overlap)
+        return perf_model(self.perf_model, self.hardware.gpu, self.all_reduce, self.hardware.link, self.overlap)
 
     @property
     def chunk(self) -> int:
-        return self.config.chunk_tokens or (4096 if self.model.moe else 1024)
+        return self.chunk_tokens or (4096 if self.model.moe else 1024)
 
     @cached_property
     def gemm(self) -> GemmModel:
-        return GemmModel.build(self.hardware.gpu, self.config.quantization, self.table)
+        return GemmModel.build(self.hardware.gpu, self.quantization, self.table)
 
     def weight_bytes(self, shard: Shard) -> float:
-        return quantized_weight_bytes(shard, self.gemm) if self.config.quantization.quantized else shard.weight_bytes
+        return quantized_weight_bytes(shard, self.gemm) if self.quantization.quantized else shard.weight_bytes
 
     @property
     def gpu_power_w(self) -> float:
@@ -151,13 +123,12 @@ class Setting:
 
 def gpu_execution(setting: Setting, shard: Shard, sm_fraction: float = 1.0):
     """The executor of GPUs holding `shard`: FP16 weights as ever, quantized ones through `sysmodel.quantized`."""
-    if not setting.config.quantization.quantized:
+    if not setting.quantization.quantized:
         return GPUExecution(setting.hardware, shard, sm_fraction, setting.perf)
     require(sm_fraction == 1.0, "SM partitions with quantized weights are not modelled")
-    c = setting.config
-    require(c.perf_model == "roofline" and c.all_reduce == "bandwidth" and not c.overlap,
+    require(setting.perf_model == "roofline" and setting.all_reduce == "bandwidth" and not setting.overlap,
             f"quantized weights are priced by their own kernel model (sysmodel.quantized), not --perf-model "
-            f"{c.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
+            f"{setting.perf_model}, --allreduce or --allreduce-overlap; use --perf-model roofline alone")
     return QuantizedGPUExecution(setting.hardware, shard, setting.gemm)
 
 
@@ -167,7 +138,7 @@ def kv_pool(setting: Setting, shard: Shard, name: str) -> KVPool:
     capacity = setting.hardware.gpu.memory.capacity_bytes
     weights = setting.weight_bytes(shard)
     layout = setting.layout
-    prefix = setting.config.shared_prefix_tokens * shard.kv_bytes_per_token
+    prefix = setting.shared_prefix_tokens * shard.kv_bytes_per_token
     in_hbm = prefix if layout is None or layout.prefix == "hbm" else 0.0
     if layout is not None:
         layout.check(shard)
@@ -200,15 +171,20 @@ class ServingSystem:
 
 
 def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingSystem:
-    """The system named `system`: one of `SYSTEMS`, or any `spec` (a deployment) under that name."""
-    spec = SYSTEMS.lookup(system) if spec is None else spec
+    """The system named `system`: one of `SYSTEMS`, or any `spec` of their kinds under that name."""
+    if spec is None:
+        if system not in SYSTEMS:
+            raise ConfigError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
+        spec = SYSTEMS[system]
     built = ServingSystem(loop, system)
     layout = setting.layout
-    require(not (setting.config.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
-            or spec.one_kv_server,
+    require(not (setting.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
+            or isinstance(spec, (Chunked, SingleGPU)),
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
             f"{system} (docs/hbf.md, 'Systems')")
-    spec.build(setting, built)
+    builders = {DuoPD: _duopd, Disaggregated: _disaggregated, Chunked: _chunked, SMPartition: _sm_partition,
+                SingleGPU: _single_gpu}
+    builders[type(spec)](spec, setting, built)
     return built
 
 
@@ -221,7 +197,7 @@ def _in_hbf(setting: Setting) -> bool:
 def _tier(setting: Setting, built: ServingSystem, shard: Shard) -> HBFTier | None:
     if not _in_hbf(setting):
         return None
-    tier = HBFTier(built.loop, shard, setting.layout, setting.config.hbf, setting.config.shared_prefix_tokens)
+    tier = HBFTier(built.loop, shard, setting.layout, setting.hbf, setting.shared_prefix_tokens)
     built.hbf.append(tier)
     return tier
 
@@ -259,7 +235,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
     prefill, decode = (_executor(tier, base, role, power)
                        for base, role, power in zip((prefill, decode), roles, powers))
     decoder = _attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
-                                           max_batch=setting.config.max_batch, finished=built.finished.append,
+                                           max_batch=setting.max_batch, finished=built.finished.append,
                                            kv_reserved=True))
     prefiller = _attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
                                                handoff=decoder.submit))
@@ -269,9 +245,9 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     hw = setting.hardware
     shard = Shard(setting.model, hw.gpus)
-    require(not setting.config.quantization.quantized,
+    require(not setting.quantization.quantized,
             "duopd: decoding quantized weights on the PNMs is not modelled (use --weights fp16)")
-    mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
+    mmu = MMUArbitration.from_verified(setting.table, setting.mmu_policy, hw)
     gpu = GPUExecution(hw, shard, perf=setting.perf)
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
                        VectorFigures.from_verified(setting.table, hw.pnm))
@@ -321,10 +297,14 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
                             gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
     executor = _gpu_executor(setting, built, shard)
     server = _attach(executor, MixedServer(built.loop, "mixed", executor.cost, account,
-                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"),
-                                           max_batch=setting.config.max_batch,
+                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"), max_batch=setting.max_batch,
                                            chunk_tokens=setting.chunk, finished=built.finished.append))
     built.submit = server.submit
+
+
+def _single_gpu(spec: SingleGPU, setting: Setting, built: ServingSystem) -> None:
+    """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
+    _chunked(spec, setting, built, gpus=1)
 
 
 def _placement(spec: Disaggregated, hw: Hardware, decode_hw: Hardware) -> tuple[list[int], list[int]]:
@@ -370,8 +350,7 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
                           spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
                           dhw.gpu.stack.energy_per_byte),
-            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"),
-            max_batch=setting.config.max_batch,
+            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"), max_batch=setting.max_batch,
             finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)
     # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the

@@ -16,8 +16,7 @@ from sysmodel.llm import LLM, LLAMA2_70B
 from sysmodel.memory import MemoryTier
 from sysmodel.operators import Shard, decode_work, prefill_work
 from sysmodel.simulate import SimulationConfig, simulate
-from sysmodel.systems import build
-from tests.sysmodel.settings import make_setting
+from sysmodel.systems import Setting, build
 from sysmodel.workload import FixedBatch
 
 CLOCK_HZ = 1e9
@@ -130,7 +129,7 @@ def test_sm_split_decode_speed_follows_the_curve(table) -> None:
     # (LLaMA2-70B at batch 1 needs ~2 ms of memory and ~20 µs of compute per iteration on 8 GPUs); the
     # un-scaled all-reduces are < 0.5 % of it.
     def tpot(system: str) -> float:
-        result = simulate(SimulationConfig(system=system, model="llama2-70b", workload=FixedBatch(1, 4096, 17)), table)
+        result = simulate(SimulationConfig(system, "llama2-70b", FixedBatch(1, 4096, 17)), table)
         return result.summary["tpot_s"]["mean"]
 
     curve_03 = 0.3 / (72 / 148) * 0.8
@@ -140,7 +139,7 @@ def test_sm_split_decode_speed_follows_the_curve(table) -> None:
 
 def test_pnm_decoding_pays_93_percent_of_the_hbm_energy_per_byte(table) -> None:
     # §6.7: 41.6 W per stack at 2 TB/s = 20.8 pJ/B; data flowing TSV → PNM saves 7 % of it.
-    built = build("duopd", make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    built = build("duopd", Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
     by_device = {a.device: a for a in built.accounts}
     assert by_device["pnm"].hbm_energy_per_byte == pytest.approx(20.8e-12 * 0.93, rel=1e-12)
     assert by_device["gpu"].hbm_energy_per_byte == pytest.approx(20.8e-12, rel=1e-12)
@@ -152,7 +151,7 @@ KV_PER_TOKEN = 2 * 80 * 8 * 128 * 2
 
 
 def test_pd_kv_transfer_costs_link_energy_per_byte(table) -> None:
-    result = simulate(SimulationConfig(system="pd-1:1", model="llama2-70b", workload=FixedBatch(4, 2048, 2)), table)
+    result = simulate(SimulationConfig("pd-1:1", "llama2-70b", FixedBatch(4, 2048, 2)), table)
     moved = 4 * 2048 * KV_PER_TOKEN
     # NVLink 5 at 8 pJ/bit (§6.7).
     assert result.summary["energy_j"]["by_server"]["KV transfer (NVLink)"] == pytest.approx(moved * 8 * 8e-12,
@@ -163,7 +162,7 @@ def test_pd_decode_waits_for_the_last_layer_of_the_kv_transfer(table) -> None:
     # Layer-wise transfer over the 4 NVLinks between the TP4 instances (4 × 900 GB/s): the KV of layers 0…78
     # moves while later layers are prefilled; the last layer's 1/80 of 8,192 × 327,680 B leaves when the
     # prefill ends, and decoding starts when it arrives.
-    config = SimulationConfig(system="pd-1:1", model="llama2-70b", workload=FixedBatch(1, 8192, 2))
+    config = SimulationConfig("pd-1:1", "llama2-70b", FixedBatch(1, 8192, 2))
     request = simulate(config, table).requests[0]
     last_layer_s = 8192 * KV_PER_TOKEN / (4 * 900e9) / 80
     decode_s = GPUExecution(PAPER_HARDWARE, Shard(LLAMA2_70B, 4)).cost(decode_work(1, 8193)).seconds
@@ -187,7 +186,7 @@ GPU_FLOPS, GPU_W, GPU_BW = 2.5e15, 1400.0, 8 * 2e12    # per GPU: §6.1, §6.7; 
                   for i in range(3)]),
 ])
 def test_every_server_is_accounted_at_its_devices_peak_and_power(table, system: str, accounts: list) -> None:
-    built = build(system, make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    built = build(system, Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
     got = [(a.name, a.device, a.peak_flops, a.bandwidth, a.power_w, a.hbm_energy_per_byte) for a in built.accounts]
     assert len(got) == len(accounts)
     for have, want in zip(got, accounts):
@@ -196,8 +195,7 @@ def test_every_server_is_accounted_at_its_devices_peak_and_power(table, system: 
 
 def test_an_sm_split_prefills_on_its_prefill_share(table) -> None:
     # One request alone: its prompt runs on the prefill partition, 70 % of the SMs of sm-7:3 (decode's 30 % idle).
-    request = simulate(SimulationConfig(system="sm-7:3", model="llama2-70b",
-                                        workload=FixedBatch(1, 8192, 2)), table).requests[0]
+    request = simulate(SimulationConfig("sm-7:3", "llama2-70b", FixedBatch(1, 8192, 2)), table).requests[0]
     alone = GPUExecution(PAPER_HARDWARE, Shard(LLAMA2_70B, 8), 0.7).cost(prefill_work(8192)).seconds
     assert request.first_token == pytest.approx(alone, rel=1e-12)
 

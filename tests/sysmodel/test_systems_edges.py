@@ -22,10 +22,7 @@ from sysmodel.perf import perf_model
 from sysmodel.presets import PRESETS
 from sysmodel.quantized import Quantization
 from sysmodel.quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
-from sysmodel.config import SimulationConfig, resolve
 from sysmodel.systems import Disaggregated, Setting, _placement, build, gpu_execution, kv_pool
-from sysmodel.workload import FixedBatch
-from tests.sysmodel.settings import make_setting
 
 KV_PER_TOKEN = 2 * 80 * 8 * 128 * 2        # LLaMA2-70B: 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B
 GB = 1e9
@@ -63,7 +60,7 @@ def test_a_kv_transfer_longer_than_the_prefill_starts_after_the_first_layer_and_
     slow = Link("1 GB/s network", 1e9, 8e-12)
     hardware = replace(PAPER_HARDWARE, gpus_per_server=4, network=slow)
     spec = Disaggregated(1, 4, 1, 4)
-    built, (r0, r1, r2) = run("pd", make_setting(hardware, LLAMA2_70B, table), [(0.0, 1024, 2), (1.0, 1024, 2),
+    built, (r0, r1, r2) = run("pd", Setting(hardware, LLAMA2_70B, table), [(0.0, 1024, 2), (1.0, 1024, 2),
                                                                           (1.0, 1024, 2)], spec)
     prefill_s = GPUExecution(hardware, Shard(LLAMA2_70B, 4)).cost(prefill_work(1024)).seconds
     transfer_s = 1024 * KV_PER_TOKEN / (4 * 1e9)
@@ -83,7 +80,7 @@ def test_a_request_goes_to_the_decode_instance_with_the_fewest_requests(table) -
     # One TP2 prefill instance, two TP2 decode instances of one sequence each; four requests at once, each
     # decoding far longer than the four prefills take. r0 → instance 0, r1 → instance 1 (0 < 1), r2 → instance 0
     # (1 each: the first), where it waits for r0; r3 → instance 1 (2 > 1), where it waits for r1.
-    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1)
+    setting = Setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1)
     _, (r0, r1, r2, r3) = run("pd", setting, [(0.0, 64, 64)] * 4, Disaggregated(1, 2, 2, 2))
     assert r0.decode_start == r0.decode_ready and r1.decode_start == r1.decode_ready
     assert r3.decode_ready < r0.finish
@@ -98,13 +95,13 @@ def test_a_decode_pool_on_other_hardware_is_on_servers_after_the_prefill_pools()
 
 def test_pd_instances_that_need_more_gpus_than_the_hardware_has_are_refused(table) -> None:
     with pytest.raises(ConfigError) as error:
-        build("mine", make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop(), Disaggregated(2, 4, 1, 2))
+        build("mine", Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop(), Disaggregated(2, 4, 1, 2))
     assert str(error.value) == "mine needs 10 GPUs, the hardware has 8"
 
 
 def test_a_prefill_instance_too_small_for_the_weights_is_named(table) -> None:
     # 50 GB per GPU holds LLaMA2-70B's weights at TP4 (34.5 GB) but not at TP2 (69.0 GB).
-    setting = make_setting(with_memory(50 * GB), LLAMA2_70B, table)
+    setting = Setting(with_memory(50 * GB), LLAMA2_70B, table)
     weights = Shard(LLAMA2_70B, 2).weight_bytes
     with pytest.raises(ConfigError) as error:
         build("pd", setting, EventLoop(), Disaggregated(1, 2, 1, 4))
@@ -114,7 +111,7 @@ def test_a_prefill_instance_too_small_for_the_weights_is_named(table) -> None:
 
 def test_pd_instances_each_get_their_own_hbf_service(table) -> None:
     layout = LAYOUTS["B"]
-    setting = make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
+    setting = Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
     built = build("pd-1:1", setting, EventLoop())
     assert len(built.hbf) == 2
 
@@ -128,7 +125,7 @@ def test_pd_instances_each_get_their_own_hbf_service(table) -> None:
 ])
 def test_each_server_on_a_shared_hbf_package_heats_its_own_dies(table, system: str, powers: dict) -> None:
     layout = LAYOUTS["B"]
-    built = build(system, make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout), EventLoop())
+    built = build(system, Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout), EventLoop())
     (tier,) = built.hbf
     got = {port.role: port.power for port in tier.ports}
     assert set(got) == set(powers)
@@ -142,16 +139,16 @@ def test_each_server_on_a_shared_hbf_package_heats_its_own_dies(table, system: s
 def test_the_kv_pool_is_the_memory_left_beside_the_weights_and_the_shared_prefix(table) -> None:
     # Per GPU at TP8: 384 GB, the weights, 500 prefix tokens of 327,680 / 8 B; the rest in tokens.
     shard, per_token = Shard(LLAMA2_70B, 8), KV_PER_TOKEN // 8
-    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, shared_prefix_tokens=500)
+    setting = Setting(PAPER_HARDWARE, LLAMA2_70B, table, shared_prefix_tokens=500)
     assert kv_pool(setting, shard, "pool").capacity == (384e9 - shard.weight_bytes - 500 * per_token) // per_token
 
 
 def test_weights_that_fill_the_memory_exactly_leave_no_kv_cache(table) -> None:
     shard = Shard(LLAMA2_70B, 8)
     with pytest.raises(ConfigError, match="LLaMA2-70B does not fit on 8 GPUs"):
-        kv_pool(make_setting(with_memory(shard.weight_bytes), LLAMA2_70B, table), shard, "8 GPUs")
+        kv_pool(Setting(with_memory(shard.weight_bytes), LLAMA2_70B, table), shard, "8 GPUs")
     # With a prefix: the weights alone fit, the weights and the prefix do not.
-    setting = make_setting(with_memory(shard.weight_bytes + 100 * KV_PER_TOKEN // 8), LLAMA2_70B, table,
+    setting = Setting(with_memory(shard.weight_bytes + 100 * KV_PER_TOKEN // 8), LLAMA2_70B, table,
                       shared_prefix_tokens=100)
     with pytest.raises(ConfigError, match="LLaMA2-70B does not fit on 8 GPUs"):
         kv_pool(setting, shard, "8 GPUs")
@@ -164,7 +161,7 @@ def test_the_kv_pool_of_an_hbf_layout_is_the_tier_the_kv_lives_in_less_what_else
     layout = Layout("mine", hbm_stacks=3, hbf_stacks=1, weights="hbf", kv=kv, prefix=prefix, frame_cache_gib=8.0)
     hardware = replace(layout.hardware(PAPER_HARDWARE), gpus=1)
     shard = Shard(LLAMA2_70B, 1)
-    setting = make_setting(hardware, LLAMA2_70B, table, layout=layout, shared_prefix_tokens=1000)
+    setting = Setting(hardware, LLAMA2_70B, table, layout=layout, shared_prefix_tokens=1000)
     prefix_bytes = 1000 * KV_PER_TOKEN
     in_hbm = prefix_bytes if prefix == "hbm" else 0.0
     if kv == "hbm":
@@ -181,7 +178,7 @@ def test_an_hbf_kv_region_filled_by_the_weights_is_refused_and_one_byte_left_is_
 
     def pool(hbf_bytes: float):
         layout = Layout("full", hbm_stacks=3, hbf_stacks=1, hbf_stack_gib=hbf_bytes / 2**30, weights="hbf", kv="hbf")
-        setting = make_setting(replace(layout.hardware(PAPER_HARDWARE), gpus=1), LLAMA2_70B, table, layout=layout)
+        setting = Setting(replace(layout.hardware(PAPER_HARDWARE), gpus=1), LLAMA2_70B, table, layout=layout)
         return kv_pool(setting, shard, "pool")
     with pytest.raises(ConfigError) as error:
         pool(weights)
@@ -196,14 +193,14 @@ A100 = PRESETS["a100-pcie-40gb"]          # 8 GPUs of 40 GB
 
 
 def test_quantized_weights_leave_their_saving_to_the_kv_cache(table) -> None:
-    setting = make_setting(A100, LLAMA2_70B, table, quantization=W4)
+    setting = Setting(A100, LLAMA2_70B, table, quantization=W4)
     shard = Shard(LLAMA2_70B, 8)
     weights = quantized_weight_bytes(shard, setting.gemm)
     assert weights < 0.3 * shard.weight_bytes          # 4-bit linear layers: about a quarter of FP16's bytes
     assert setting.weight_bytes(shard) == weights
-    assert make_setting(A100, LLAMA2_70B, table).weight_bytes(shard) == shard.weight_bytes
+    assert Setting(A100, LLAMA2_70B, table).weight_bytes(shard) == shard.weight_bytes
     moe = Shard(QWEN3_235B_A22B, 8)              # FP16 experts: every one of them, not one MLP's worth
-    assert make_setting(PAPER_HARDWARE, QWEN3_235B_A22B, table).weight_bytes(moe) == moe.weight_bytes
+    assert Setting(PAPER_HARDWARE, QWEN3_235B_A22B, table).weight_bytes(moe) == moe.weight_bytes
     per_token = KV_PER_TOKEN // 8
     assert kv_pool(setting, shard, "pool").capacity == (40e9 - weights) // per_token
     executor = gpu_execution(setting, shard)
@@ -217,7 +214,7 @@ def test_quantized_weights_leave_their_saving_to_the_kv_cache(table) -> None:
     ({"overlap": True}, "not --perf-model roofline, --allreduce or --allreduce-overlap"),
 ])
 def test_quantized_weights_refuse_another_gpu_performance_model(table, change: dict, message: str) -> None:
-    setting = make_setting(A100, LLAMA2_70B, table, quantization=W4, **change)
+    setting = Setting(A100, LLAMA2_70B, table, quantization=W4, **change)
     with pytest.raises(ConfigError) as error:
         gpu_execution(setting, Shard(LLAMA2_70B, 8))
     assert str(error.value) == ("quantized weights are priced by their own kernel model (sysmodel.quantized), "
@@ -225,7 +222,7 @@ def test_quantized_weights_refuse_another_gpu_performance_model(table, change: d
 
 
 def test_quantized_weights_refuse_sm_partitions_and_pnm_decoding(table) -> None:
-    setting = make_setting(A100, LLAMA2_70B, table, quantization=W4)
+    setting = Setting(A100, LLAMA2_70B, table, quantization=W4)
     with pytest.raises(ConfigError) as error:
         build("sm-7:3", setting, EventLoop())
     assert str(error.value) == "SM partitions with quantized weights are not modelled"
@@ -239,7 +236,7 @@ def test_quantized_weights_refuse_sm_partitions_and_pnm_decoding(table) -> None:
 def test_every_executor_prices_with_the_settings_performance_model(table) -> None:
     # α–β all-reduces (NCCL's ring latency per step) instead of bandwidth alone: the GPUs' prefill and the
     # PNMs' decode both pay it, in DuoPD, in PD and in the SM partitions.
-    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, all_reduce="alpha-beta")
+    setting = Setting(PAPER_HARDWARE, LLAMA2_70B, table, all_reduce="alpha-beta")
     perf = perf_model("roofline", PAPER_HARDWARE.gpu, "alpha-beta", PAPER_HARDWARE.link)
     shard = Shard(LLAMA2_70B, 8)
     _, (request,) = run("duopd", setting, [(0.0, 1024, 2)])
@@ -263,7 +260,7 @@ def test_an_sm_partitions_prefill_and_decode_share_the_memory_when_both_are_memo
     # sm-5:5: r0 decodes (memory-bound, ~80 % of the bandwidth on half the SMs) while r1's 16-token prompt, also
     # memory-bound (every weight read for 16 tokens), prefills: together they ask for more than the memory has,
     # so max-min fair sharing gives each half of it and both run slower than alone.
-    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table)
+    setting = Setting(PAPER_HARDWARE, LLAMA2_70B, table)
     _, (r0, r1) = run("sm-5:5", setting, [(0.0, 1024, 40), (0.05, 16, 2)])
     shard = Shard(LLAMA2_70B, 8)
     alone = GPUExecution(PAPER_HARDWARE, shard, 0.5).cost(prefill_work(16))
@@ -277,37 +274,36 @@ def test_an_sm_partitions_prefill_and_decode_share_the_memory_when_both_are_memo
 
 def test_one_gpu_is_accounted_as_the_gpu_and_two_as_chunked_prefill(table) -> None:
     small = LLM("small", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128, vocab=100, gated_mlp=True)
-    built = build("gpu", make_setting(PAPER_HARDWARE, small, table), EventLoop())
+    built = build("gpu", Setting(PAPER_HARDWARE, small, table), EventLoop())
     assert [(a.name, a.peak_flops, a.bandwidth) for a in built.accounts] == [("GPU", 2.5e15, 16e12)]
-    built = build("chunked", make_setting(replace(PAPER_HARDWARE, gpus=2), small, table), EventLoop())
+    built = build("chunked", Setting(replace(PAPER_HARDWARE, gpus=2), small, table), EventLoop())
     assert [(a.name, a.peak_flops, a.bandwidth) for a in built.accounts] == [("chunked prefill", 5e15, 32e12)]
 
 
 # --- Refusals ---
 
-def test_a_configuration_refuses_no_batch_no_chunk_and_quantized_weights_in_hbf(table) -> None:
-    make_setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1, chunk_tokens=1)      # the smallest of each
+def test_a_setting_refuses_no_batch_no_chunk_and_quantized_weights_in_hbf(table) -> None:
+    Setting(PAPER_HARDWARE, LLAMA2_70B, table, max_batch=1, chunk_tokens=1)      # the smallest of each
     for change, message in [({"max_batch": 0}, "max batch must be >= 1, got 0"),
                             ({"chunk_tokens": 0}, "chunk size must be >= 1 token"),
-                            ({"quantization": W4, "memory": "B"},
+                            ({"quantization": W4, "layout": LAYOUTS["B"]},
                              "quantized weights in an HBF package layout are not modelled (use --weights fp16 with "
                              "--memory)")]:
         with pytest.raises(ConfigError) as error:
-            resolve(SimulationConfig(system="chunked", model=LLAMA2_70B, workload=FixedBatch(1, 1, 1), **change),
-                    table)
+            Setting(PAPER_HARDWARE, LLAMA2_70B, table, **change)
         assert str(error.value) == message
 
 
 def test_an_unknown_system_is_refused_with_the_known_ones(table) -> None:
     with pytest.raises(ConfigError) as error:
-        build("nonesuch", make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+        build("nonesuch", Setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
     assert str(error.value) == ("unknown system 'nonesuch'; choose one of duopd, pd-1:1, pd-3:1, chunked, sm-9:1, "
                                 "sm-7:3, sm-5:5, gpu")
 
 
 def test_a_kv_cache_in_hbf_is_refused_outside_chunked_and_gpu(table) -> None:
     def setting(layout: Layout) -> Setting:
-        return make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
+        return Setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
     for system in ("pd-1:1", "duopd", "sm-7:3"):
         with pytest.raises(ConfigError) as error:
             build(system, setting(Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")), EventLoop())

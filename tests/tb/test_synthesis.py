@@ -1,6 +1,7 @@
 """`basedie synth`: the statistics match hand-known facts of tiny circuits, the estimates follow the cited
 per-cell figures, bad input writes nothing, and the committed table covers every bench configuration."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,62 +71,114 @@ class _Memory(wiring.Component):
         return m
 
 
-def _synthesize(component) -> Netlist:
-    return run_yosys(verilog.convert(component, name="top", emit_src=False), "top")
+def _synthesize(component, clock_hz: float = 1e9) -> Netlist:
+    return run_yosys(verilog.convert(component, name="top", emit_src=False), "top", clock_hz)
+
+
+def _figures(component, clock_hz: float = 1e9) -> dict:
+    return figures(_synthesize(component, clock_hz), "top", clock_hz)
+
+
+def _others(f: dict) -> set[str]:
+    return {cell for cell in f["cells_by_type"] if not cell.startswith("DFF")}
 
 
 def test_a_plain_register_is_its_flip_flops_and_nothing_else() -> None:
-    netlist = _synthesize(_Register(reset_less=True))
-    assert netlist.cells == {"$_DFF_P_": 8}
-    assert netlist.depth_levels == 0
-    assert netlist.memory_bits == 0
+    f = _figures(_Register(reset_less=True))
+    assert f["flip_flops"] == 8 and f["depth_levels"] == 0 and f["memory_bits"] == 0
+    # A flip-flop with an inverted output only (DFFHQN) needs an inverter (or buffer) after it, and nothing else.
+    assert all(cell.startswith(("INV", "BUF", "HB")) for cell in _others(f))
 
 
-def test_a_synchronous_reset_costs_one_gate_per_bit() -> None:
-    netlist = _synthesize(_Register(reset_less=False))
-    assert netlist.cells == {"$_DFF_P_": 8, "$_AND_": 8, "$_NOT_": 1}
-    assert netlist.depth_levels == 2  # rst -> inverter -> AND -> flip-flop
+def test_a_synchronous_reset_costs_gates_in_front_of_the_flip_flops() -> None:
+    plain, reset = _figures(_Register(reset_less=True)), _figures(_Register(reset_less=False))
+    assert reset["depth_levels"] == 2  # rst -> inverter -> AND -> flip-flop, in 2-input gates
+    assert reset["flip_flops"] == 8 and reset["area_um2"] > plain["area_um2"]
 
 
 def test_an_eight_input_and_needs_three_levels_of_two_input_gates() -> None:
-    netlist = _synthesize(_AndTree())
-    assert netlist.cells["$_DFF_P_"] == 9
-    gates = sum(n for cell, n in netlist.cells.items() if cell not in ("$_DFF_P_", "$_NOT_"))
-    assert gates >= 7  # 8 inputs into 2-input gates: 7 merges at least
-    assert 3 <= netlist.depth_levels <= 4  # log2(8) levels; at most one inverter more
+    f = _figures(_AndTree())
+    assert f["flip_flops"] == 9
+    assert 3 <= f["depth_levels"] <= 4  # log2(8) levels; at most one inverter more
 
 
 def test_ram_and_rom_bits_are_counted_before_they_become_flip_flops_and_gates() -> None:
     netlist = _synthesize(_Memory())
     assert netlist.memory_bits == 32 and netlist.rom_bits == 32
-    assert netlist.cells["$_DFF_P_"] >= 32
+    assert figures(netlist, "top", 1e9)["flip_flops"] >= 32
+
+
+def test_slack_is_the_period_less_the_critical_path() -> None:
+    fast, slow = _figures(_AndTree(), 2e9), _figures(_AndTree(), 1e9)
+    assert fast["timing"]["critical_path_ps"] > 0
+    for f in (fast, slow):
+        t = f["timing"]
+        assert t["slack_ps"] == pytest.approx(t["period_ps"] - t["critical_path_ps"], abs=0.2)
+    assert slow["timing"]["period_ps"] == 1000 and fast["timing"]["period_ps"] == 500
+
+
+def test_leakage_is_the_sum_of_the_library_leakage_of_the_cells() -> None:
+    from liberty.parser import parse_liberty
+    import gzip
+    from basedie import liberty
+
+    f = _figures(_Register(reset_less=True))
+    leak = {}
+    for name in liberty.FILES:
+        with gzip.open(liberty.CELLS_DIR / f"{name}.gz", "rt") as text:
+            for cell in parse_liberty(text.read()).get_groups("cell"):
+                states = {}
+                for group in cell.get_groups("leakage_power"):
+                    states[str(group["when"])] = states.get(str(group["when"]), 0.0) + float(group["value"])
+                leak[str(cell.args[0]).strip('"')] = sum(states.values()) / len(states)
+    expected = sum(n * leak[cell] for cell, n in f["cells_by_type"].items()) * 1e-12
+    assert f["power"]["leakage_w"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_dynamic_power_grows_with_the_clock_and_the_clock_alone_costs_power() -> None:
+    f1, f2 = _figures(_AndTree(), 1e9), _figures(_AndTree(), 2e9)
+    assert f1["power"]["dynamic_w"] > 0 and f2["power"]["dynamic_w"] > f1["power"]["dynamic_w"]
+    assert f1["power"]["toggle_rate"] == synthesis.TOGGLE_RATE
 
 
 @pytest.mark.slow
-def test_fp32_add_has_logic_between_its_registers() -> None:
+def test_fp32_add_area_matches_yosys_own_liberty_area() -> None:
+    """The analysis sums the library's areas; Yosys's `stat -liberty` does too, independently."""
+    import subprocess
+    import tempfile
+    from basedie import liberty
+    from tb.yosys import COMMAND
+
     entry = synthesis.synthesize("fp32_add", BLOCKS["fp32_add"].params())
     f = entry["figures"]
-    assert f["depth_levels"] > 0 and f["memory_bits"] == 0
-    assert f["flip_flops"] >= 33  # at least the 32-bit result and its valid bit are registered
-    assert entry["provenance"]["verilog_sha256"] == synthesis.verilog_digest(verilog_of(BLOCKS["fp32_add"],
-                                                                                        BLOCKS["fp32_add"].params())[1])
+    assert f["depth_levels"] > 0 and f["memory_bits"] == 0 and f["timing"]["clock_hz"] == 1e9
+    _, text = verilog_of(BLOCKS["fp32_add"], BLOCKS["fp32_add"].params())
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        (work / "d.v").write_text(text)
+        names = liberty.unpacked(work)
+        (work / "constraints.sdc").write_text(synthesis.CONSTRAINTS)
+        script = synthesis.script("fp32_add", 1000, {}, "d.v").replace(
+            "write_json netlist.json", "tee -q -o area.txt stat " + " ".join(f"-liberty {n}" for n in names))
+        (work / "s.ys").write_text(script)
+        subprocess.run([*COMMAND, "-q", "-s", "s.ys"], cwd=work, check=True, capture_output=True)
+        area = float(re.search(r"Chip area for module .*: ([0-9.]+)", (work / "area.txt").read_text()).group(1))
+    assert f["area_um2"] == pytest.approx(area, abs=1e-3)
+    assert entry["provenance"]["verilog_sha256"] == synthesis.verilog_digest(text)
 
 
-def test_estimates_follow_the_asap7_cell_sizes() -> None:
-    # NAND2xp33 is 0.216 um wide, INVx1 0.162, DFFHQNx1 1.08, all 0.27 um tall; FO4 8.1 ps, 1.8 FO4 overhead.
-    f = figures(Netlist(cells={"$_NAND_": 4, "$_NOT_": 4, "$_DFF_P_": 2}, memory_bits=0, rom_bits=0, depth_levels=10,
-                        path_start="x"))
-    assert f["nand2_equivalents"] == 4 + 4 * 0.75 + 2 * 5
-    assert f["estimate"]["cell_area_um2"] == pytest.approx(17 * 0.216 * 0.27, abs=1e-3)
-    assert f["estimate"]["max_clock_mhz"] == pytest.approx(1e6 / (11.8 * 8.1), abs=0.1)
-    # Two memory bits as flip-flops (2 x 1.08 x 0.27 um^2) are replaced by 2 SRAM bit cells of 0.027 um^2.
-    sram = figures(Netlist(cells={"$_DFF_P_": 2}, memory_bits=2, rom_bits=0, depth_levels=0, path_start="x"))
-    assert sram["estimate"]["cell_area_with_sram_um2"] == pytest.approx(2 * 0.027, abs=1e-3)
-
-
-def test_a_cell_without_an_asap7_size_is_refused() -> None:
+def test_a_cell_outside_the_library_is_refused() -> None:
+    design = {"modules": {"top": {"ports": {}, "netnames": {}, "cells": {
+        "m": {"type": "$_MUX_", "connections": {"A": [2], "B": [3], "S": [4], "Y": [5]}}}}}}
+    netlist = Netlist(design=design, instances={}, memory_bits=0, rom_bits=0, depth_levels=1, path_start="x")
     with pytest.raises(SynthesisError, match=r"\$_MUX_"):
-        figures(Netlist(cells={"$_MUX_": 1}, memory_bits=0, rom_bits=0, depth_levels=1, path_start="x"))
+        figures(netlist, "top", 1e9)
+
+
+def test_a_module_instantiated_twice_is_synthesized_once_and_counted_twice() -> None:
+    from rtl.generate import verilog_of as generate
+    _, text = generate(BLOCKS["pnm_lane"], BLOCKS["pnm_lane"].params(width=4, sublane_width=2))
+    assert synthesis.shared_modules(text) == {"pnm_fp16_mul_fp32": 4, "pnm_fp32_add": 3}  # a 4-input tree: 2 + 1
 
 
 def test_full_size_configurations_come_last() -> None:
@@ -235,3 +288,42 @@ def test_the_committed_table_holds_every_full_size_configuration_synthesized_fro
         elif entry["provenance"]["rtl_digest"] != rtl_digest(BLOCKS[name].component.__module__):
             problems.append(f"{name} {params.as_dict()}: synthesized from other rtl/ sources")
     assert problems == [], "run `basedie synth all` and commit the table:\n" + "\n".join(problems)
+
+
+def test_toggle_rates_count_the_bits_that_change_per_clock_cycle(tmp_path: Path) -> None:
+    from vcd import VCDWriter
+    from basedie.vcd_activity import toggle_rates
+
+    path = tmp_path / "dump.vcd"
+    with path.open("w") as out, VCDWriter(out, timescale="1 ns") as writer:
+        clk = writer.register_var("TOP.top", "clk", "wire", size=1)
+        data = writer.register_var("TOP.top", "data", "wire", size=4)
+        other = writer.register_var("TOP.elsewhere", "data", "wire", size=4)
+        values = [0b0000, 0b0011, 0b0011, 0b1111]   # bits 0, 1 toggle once; bits 2, 3 once; over 4 cycles
+        for cycle, value in enumerate(values):
+            writer.change(clk, 10 * cycle, 0)
+            writer.change(data, 10 * cycle + 1, value)
+            writer.change(other, 10 * cycle + 1, cycle % 2 * 15)
+            writer.change(clk, 10 * cycle + 5, 1)
+    rates = toggle_rates(path, "top")
+    assert rates["clk"] == 7 / 4   # seven edges after its first value, over four rising edges
+    assert [rates[f"data[{i}]"] for i in range(4)] == [0.25, 0.25, 0.25, 0.25]
+
+
+def test_library_tables_interpolate_between_their_points_and_hit_them_exactly() -> None:
+    from basedie.liberty import Table
+
+    table = Table((5.0, 10.0), (1.0, 3.0), ((10.0, 30.0), (20.0, 40.0)))
+    assert table.at(5.0, 1.0) == 10.0 and table.at(10.0, 3.0) == 40.0
+    assert table.at(7.5, 2.0) == pytest.approx(25.0)
+    assert table.at(15.0, 1.0) == pytest.approx(30.0)   # extrapolated along the transition axis
+
+
+def test_identical_modules_are_merged_into_one_instantiated_by_every_user() -> None:
+    same = "(a, y);\n  input a;\n  output y;\n  assign y = a;\nendmodule\n"
+    text = ("module top(a, y, z);\n  \\top.b0  b0 (\n  );\n  \\top.b1  b1 (\n  );\n  \\top.c  c (\n  );\nendmodule\n"
+            f"module \\top.b0 {same}module \\top.b1 {same}module \\top.c (a, y);\n  input a;\n  output y;\n"
+            "  assign y = ~a;\nendmodule\n")
+    merged = synthesis.deduplicated(text)
+    assert "module \\top.b1" not in merged and "module \\top.b0" in merged and "module \\top.c" in merged
+    assert synthesis.shared_modules(merged) == {"top.b0": 2}

@@ -1,0 +1,55 @@
+"""sysmodel.power: the base die's power composed from synthesis-table entries, and a stale table refused."""
+import json
+from pathlib import Path
+
+import pytest
+
+from basedie.verified import StaleTableError, rtl_digest
+from sysmodel import power
+
+MODULES = {"pnm_lane": "rtl.pnm.lane", "pnm_vector": "rtl.pnm_vector.vector", "pnm_buffer": "rtl.pnm_buffer.buffer",
+           "pnm_controller": "rtl.pnm_controller.controller", "mmu": "rtl.mmu.mmu", "dqb": "rtl.dqb.dqb"}
+
+
+def _entry(block: str, params: dict, total_w: float, digest: str | None = None) -> dict:
+    module = MODULES[block]
+    return {"block": block, "params": params,
+            "figures": {"power": {"total_w": total_w, "leakage_w": total_w / 10, "dynamic_w": total_w * 0.9,
+                                  "toggle_rate": 0.2, "clock_hz": params.get("design_clock_hz", 1e9)}},
+            "provenance": {"rtl_module": module, "rtl_digest": digest or rtl_digest(module)}}
+
+
+def _table(tmp_path: Path, entries: list[dict]) -> Path:
+    path = tmp_path / "synthesized.json"
+    path.write_text(json.dumps({"schema": power.SCHEMA, "entries": entries}))
+    return path
+
+
+def _pnm_entries() -> list[dict]:
+    return [_entry("pnm_lane", {"width": 1024, "design_clock_hz": 1e9}, 0.25),
+            _entry("pnm_lane", {"width": 2, "design_clock_hz": 1e9}, 0.001),
+            _entry("pnm_vector", {"width": 2}, 0.01),
+            _entry("pnm_buffer", {"total_bytes": 65536, "design_clock_hz": 1e9}, 0.3),
+            _entry("pnm_controller", {"design_clock_hz": 1e9}, 0.02),
+            _entry("mmu", {"out_of_order": False, "design_clock_hz": 1e9}, 0.05),
+            _entry("dqb", {"interface_bits": 512, "rounding": "nearest_even", "design_clock_hz": 328e6}, 0.07)]
+
+
+def test_a_pnm_is_its_lanes_its_scaled_vector_unit_and_its_other_parts(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    # 16 lanes of 0.25 W, a 128-lane vector unit from a 2-lane one of 0.01 W, buffer, controller and MMU.
+    assert power.pnm_power_w(16, 1024, 128, 1e9, path) == pytest.approx(16 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05)
+    assert power.dqb_power_w(path) == pytest.approx(0.07)
+
+
+def test_a_missing_entry_names_the_command_that_synthesizes_it(tmp_path: Path) -> None:
+    path = _table(tmp_path, [e for e in _pnm_entries() if e["block"] != "pnm_vector"])
+    with pytest.raises(KeyError, match="basedie synth pnm_vector"):
+        power.pnm_power_w(16, 1024, 128, 1e9, path)
+
+
+def test_an_entry_synthesized_from_other_rtl_sources_is_refused(tmp_path: Path) -> None:
+    entries = _pnm_entries()
+    entries[-1] = _entry("dqb", entries[-1]["params"], 0.07, digest="from older sources")
+    with pytest.raises(StaleTableError, match="basedie synth dqb"):
+        power.dqb_power_w(_table(tmp_path, entries))

@@ -119,3 +119,35 @@ def test_a_memory_bound_kernel_follows_the_bandwidth_share_and_the_memo_does_not
     for share in range(2, 50):
         assert perf.op_seconds(qkv, 64, SHARD, rate, bandwidth / share) == pytest.approx(share * 0.013e-3, rel=1e-9)
     assert sum(len(memo) for _, memo in perf._memo.values()) == entries
+
+
+def test_an_attention_kernel_takes_at_least_the_shortest_kernel_measured() -> None:
+    # One decode token attending to one cached token: a few kilobytes, about a nanosecond at the roofline; but
+    # no kernel in vidur_h100_mlp.csv ran shorter than 0.001 ms (the smallest value of its kernel columns).
+    perf = perf_model("measured", H100.gpu)
+    [attention] = [op for op in SHARD.layer_ops(decode_work(1, 1)) if op.kind == "attention"]
+    rate, bandwidth = H100.gpu.flops, H100.gpu.memory.bandwidth
+    assert max(attention.flops / rate, attention.bytes / bandwidth) < 1e-8
+    assert perf.op_seconds(attention, 1, SHARD, rate, bandwidth) == pytest.approx(0.001e-3, rel=1e-12)
+
+
+def test_the_efficiency_beyond_the_profiled_tokens_is_that_of_the_largest_count_profiled() -> None:
+    # vidur_h100_mlp.csv: the QKV GEMM of 8 heads and 2 KV heads of 128 (K 8,192, N 1,280; CodeLlama-34b and
+    # Llama-2-70b at tp 8) is profiled up to 4,096 tokens, whose first row (CodeLlama-34b) has attn_pre_proj
+    # 0.15 ms. It is compute bound at 4,096 and 8,192 tokens on an H100, so at the same efficiency twice the
+    # tokens take twice the time.
+    perf = perf_model("measured", H100.gpu)
+    [qkv] = [op for op in SHARD.layer_ops(prefill_work(8192)) if op.name == "qkv"]
+    rate, bandwidth = H100.gpu.flops, H100.gpu.memory.bandwidth
+    assert qkv.flops / rate > qkv.bytes / bandwidth
+    assert perf.op_seconds(qkv, 8192, SHARD, rate, bandwidth) == pytest.approx(2 * 0.15e-3, rel=1e-9)
+
+
+@pytest.mark.parametrize("parties, latency_ms", [(2, 0.007), (3, 0.007), (4, 0.038), (5, 0.038), (16, 0.037)])
+def test_the_all_reduce_latency_is_that_of_the_nearest_gpu_count_profiled(parties: int, latency_ms: float) -> None:
+    # vidur_h100_dgx_all_reduce.csv at 2,048 B: 2 GPUs 0.007 ms, 4 GPUs 0.038 ms, 8 GPUs 0.037 ms (3 lies as near
+    # 2 as 4, and takes the smaller count).
+    perf = perf_model("roofline-efficiency", PRESETS["b200"].gpu)
+    link = PRESETS["b200"].link.bandwidth
+    assert perf.all_reduce_seconds(1e6, 1, parties, link) == pytest.approx(
+        latency_ms * 1e-3 + ring_all_reduce_s(1e6, parties, link), rel=1e-12)

@@ -2,6 +2,7 @@
 profiled efficiency to other GPUs; `roofline` is unchanged. Expected values are read off the shipped CSVs."""
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from sysmodel.errors import ConfigError
@@ -151,3 +152,26 @@ def test_the_all_reduce_latency_is_that_of_the_nearest_gpu_count_profiled(partie
     link = PRESETS["b200"].link.bandwidth
     assert perf.all_reduce_seconds(1e6, 1, parties, link) == pytest.approx(
         latency_ms * 1e-3 + ring_all_reduce_s(1e6, parties, link), rel=1e-12)
+
+
+def test_a_measured_all_reduce_is_interpolated_and_extrapolated_along_the_last_segment() -> None:
+    # vidur_h100_dgx_all_reduce.csv, 8 GPUs: 2,048 B 0.037 ms, 1,048,576 B 0.034 ms, 1,572,864 B 0.036 ms, ...,
+    # 50,331,648 B 0.271 ms, 67,108,864 B 0.322 ms. Below the smallest size: its time; 80 MiB lies 16 MiB beyond
+    # the last, along the last segment's 0.051 ms per 16 MiB: 0.373 ms. Arrays (the repricing path) alike.
+    measured = perf_model("measured", H100.gpu)
+    sizes = np.array([1024.0, 1310720.0, 83886080.0])
+    expected_ms = [0.037, 0.035, 0.373]
+    for size, ms in zip(sizes, expected_ms):
+        seconds = measured.all_reduce_seconds(float(size), 1, 8, H100.link.bandwidth)
+        assert isinstance(seconds, float) and seconds == pytest.approx(ms * 1e-3, rel=1e-9)
+    assert measured.all_reduce_seconds(sizes, 3, 8, H100.link.bandwidth) == pytest.approx(
+        [3 * ms * 1e-3 for ms in expected_ms], rel=1e-9)
+
+
+def test_nvls_chooses_per_size_for_an_array_of_sizes() -> None:
+    # The repricing path passes every iteration's bytes at once: 1 MB takes the ring (15 µs + 2 × 7/8 of it over
+    # 450 GB/s), 1 GB NVLS (25 µs + all of it once), as each does alone (test_sysmodel_effects.py).
+    perf = perf_model("roofline", H100.gpu, "nvls", H100.link)
+    seconds = perf.all_reduce_seconds(np.array([1e6, 1e9]), 2, 8, 450e9)
+    assert isinstance(seconds, np.ndarray)
+    assert seconds == pytest.approx([2 * (15.0e-6 + 2 * 7 / 8 * 1e6 / 450e9), 2 * (25e-6 + 1e9 / 450e9)], rel=1e-12)

@@ -175,3 +175,25 @@ def test_nvls_chooses_per_size_for_an_array_of_sizes() -> None:
     seconds = perf.all_reduce_seconds(np.array([1e6, 1e9]), 2, 8, 450e9)
     assert isinstance(seconds, np.ndarray)
     assert seconds == pytest.approx([2 * (15.0e-6 + 2 * 7 / 8 * 1e6 / 450e9), 2 * (25e-6 + 1e9 / 450e9)], rel=1e-12)
+
+
+def test_alpha_beta_prices_two_gpus_and_keeps_the_ring_however_large_the_buffer() -> None:
+    # NCCL tuning.cc: ring/LL base 6.6 µs + 2 (2 − 1) steps × 0.6 µs = 7.8 µs for 2 GPUs, plus 2 × 1/2 of 1 MB
+    # over 450 GB/s. Without NVLS (`alpha-beta`) a 1 GB buffer takes the ring, 15 µs + 2 × 7/8 of it, though
+    # NVLS would take 25 µs + 1 GB / 450 GB/s.
+    perf = perf_model("roofline", H100.gpu, "alpha-beta", H100.link)
+    assert perf.all_reduce_seconds(1e6, 1, 2, 450e9) == pytest.approx(7.8e-6 + 1e6 / 450e9, rel=1e-12)
+    assert perf.all_reduce_seconds(1e9, 1, 8, 450e9) == pytest.approx(15.0e-6 + 2 * 7 / 8 * 1e9 / 450e9, rel=1e-12)
+
+
+def test_a_norm_takes_the_profiled_time_of_its_own_hidden_size() -> None:
+    # vidur_h100_mlp.csv: the first row 4,096 wide at 64 tokens (Llama-2-7b-hf, tp 1) has input_layernorm
+    # 0.004 ms; Llama-2-7B's norm reads and writes its 4,096 values per token, as that kernel did (internlm-20b's
+    # 5,120-wide norm, the next profiled width, took 0.004 ms for 25 % more bytes).
+    from sysmodel.llm import LLAMA2_7B
+    shard = Shard(LLAMA2_7B, 1)
+    norm = next(op for op in shard.layer_ops(decode_work(64, 6400)) if op.name == "norm")
+    assert norm.bytes == 64 * 2 * 4096 * 2
+    perf = perf_model("measured", H100.gpu)
+    assert perf.op_seconds(norm, 64, shard, H100.gpu.flops, H100.gpu.memory.bandwidth) == pytest.approx(
+        0.004e-3, rel=1e-9)

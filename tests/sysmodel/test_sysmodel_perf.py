@@ -197,3 +197,29 @@ def test_a_norm_takes_the_profiled_time_of_its_own_hidden_size() -> None:
     perf = perf_model("measured", H100.gpu)
     assert perf.op_seconds(norm, 64, shard, H100.gpu.flops, H100.gpu.memory.bandwidth) == pytest.approx(
         0.004e-3, rel=1e-9)
+
+
+@pytest.mark.parametrize("work", [decode_work(64, 64 * 4096), prefill_work(8192)], ids=["decode", "prefill"])
+def test_attention_above_the_floor_runs_below_the_roofline(work) -> None:
+    # Decode attention is memory bound, a long prefill's is compute bound: either way the measured model runs it
+    # at the best efficiency a profiled GEMM reached, below one, so slower than the roofline, and well above the
+    # 0.001 ms floor.
+    [attention] = [op for op in SHARD.layer_ops(work) if op.kind == "attention"]
+    rate, bandwidth = H100.gpu.flops, H100.gpu.memory.bandwidth
+    roofline = max(attention.flops / rate, attention.bytes / bandwidth)
+    assert roofline > 10 * 0.001e-3
+    assert (attention.flops / rate > attention.bytes / bandwidth) == (work.tokens == 8192)
+    assert perf_model("measured", H100.gpu).op_seconds(attention, work.tokens, SHARD, rate, bandwidth) > roofline
+
+
+def test_an_array_of_operators_takes_the_times_of_each_alone() -> None:
+    # The repricing path passes the operators of several iterations as arrays: the QKV GEMM at 64 and 4,096
+    # tokens takes the profiled 0.013 ms and 0.15 ms (vidur_h100_mlp.csv, the first rows of its shape).
+    [small] = [op for op in SHARD.layer_ops(decode_work(64, 6400)) if op.name == "qkv"]
+    [large] = [op for op in SHARD.layer_ops(prefill_work(4096)) if op.name == "qkv"]
+    both = small._replace(flops=np.array([small.flops, large.flops], float),     # the same weights, other tokens
+                          kv_bytes=np.array([small.kv_bytes, large.kv_bytes], float),
+                          act_bytes=np.array([small.act_bytes, large.act_bytes], float))
+    perf = perf_model("measured", H100.gpu)
+    seconds = perf.op_seconds(both, 64, SHARD, H100.gpu.flops, H100.gpu.memory.bandwidth)
+    assert seconds == pytest.approx([0.013e-3, 0.15e-3], rel=1e-9)

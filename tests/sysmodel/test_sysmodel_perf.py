@@ -8,7 +8,7 @@ import pytest
 from sysmodel.errors import ConfigError
 from sysmodel.execution import GPUExecution
 from sysmodel.llm import LLAMA2_70B
-from sysmodel.operators import Shard, decode_work, prefill_work, ring_all_reduce_s
+from sysmodel.operators import Op, Shard, decode_work, prefill_work, ring_all_reduce_s
 from sysmodel.perf import ROOFLINE, perf_model
 from sysmodel.presets import PRESETS
 from sysmodel.config import resolve_hardware
@@ -223,3 +223,21 @@ def test_an_array_of_operators_takes_the_times_of_each_alone() -> None:
     perf = perf_model("measured", H100.gpu)
     seconds = perf.op_seconds(both, 64, SHARD, H100.gpu.flops, H100.gpu.memory.bandwidth)
     assert seconds == pytest.approx([0.013e-3, 0.15e-3], rel=1e-9)
+
+
+def test_a_compute_bound_mlp_takes_its_profiled_kernels() -> None:
+    # vidur_h100_mlp.csv, Llama-2-70b-hf, tp 8, 4,096 tokens (the first rows of these shapes): mlp_up_proj
+    # 0.643 ms, mlp_act 0.052 ms, mlp_down_proj 0.296 ms. Both GEMMs are compute bound there, so their FLOPs
+    # set the time.
+    [mlp] = [op for op in SHARD.layer_ops(prefill_work(4096)) if op.name == "mlp"]
+    perf = perf_model("measured", H100.gpu)
+    seconds = perf.op_seconds(mlp, 4096, SHARD, H100.gpu.flops, H100.gpu.memory.bandwidth)
+    assert seconds == pytest.approx((0.643 + 0.052 + 0.296) * 1e-3, rel=1e-9)
+
+
+def test_an_operator_without_weights_takes_its_roofline_time() -> None:
+    # No profiled kernel multiplies activations by activations outside attention: its roofline time, at full
+    # efficiency.
+    op = Op("activations", "matrix", 2e12, 0, 0, 1e9)
+    perf = perf_model("measured", H100.gpu)
+    assert perf.op_seconds(op, 64, SHARD, 1e15, 1e12) == pytest.approx(max(2e12 / 1e15, 1e9 / 1e12), rel=1e-12)

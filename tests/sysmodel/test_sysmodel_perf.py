@@ -241,3 +241,16 @@ def test_an_operator_without_weights_takes_its_roofline_time() -> None:
     op = Op("activations", "matrix", 2e12, 0, 0, 1e9)
     perf = perf_model("measured", H100.gpu)
     assert perf.op_seconds(op, 64, SHARD, 1e15, 1e12) == pytest.approx(max(2e12 / 1e15, 1e9 / 1e12), rel=1e-12)
+
+
+def test_an_operator_priced_again_is_served_from_the_memo(monkeypatch) -> None:
+    perf = perf_model("roofline-efficiency", PRESETS["b200"].gpu)
+    [qkv] = [op for op in SHARD.layer_ops(decode_work(48, 4800)) if op.name == "qkv"]
+    first = perf.op_seconds(qkv, 48, SHARD, 1e15, 1e12)
+
+    def unexpected(*args):
+        raise AssertionError("the kernels of an operator priced before were computed again")
+
+    monkeypatch.setattr(type(perf), "_kernels", unexpected)
+    assert perf.op_seconds(qkv, 48, SHARD, 1e15, 1e12) == first
+    assert perf.op_seconds(qkv, 48, SHARD, 2e15, 1e12) <= first      # other rates, the same kernels

@@ -163,3 +163,12 @@ def test_progress_counts_every_arrival_on_a_terminal_and_changes_nothing(tmp_pat
     shown = simulate(config, progress=True)
     assert "arrived" in terminal.getvalue() and "7/7" in terminal.getvalue()
     assert [r.token_times for r in shown.requests] == [r.token_times for r in quiet.requests]
+
+
+def test_two_requests_half_a_second_apart_tile_with_their_lengths(tmp_path) -> None:
+    # Two rows, span 0.5 s: period 0.5 × 2 / 1 = 1 s; every copy keeps each request's prompt and output.
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_len,output_len\n3,5,7\n3.5,6,8\n")
+    requests = Trace(str(path), repeat=2).generate()
+    assert [(r.id, r.arrival, r.input_len, r.output_len) for r in requests] == [
+        (0, 3, 5, 7), (1, 3.5, 6, 8), (2, 4, 5, 7), (3, 4.5, 6, 8)]

@@ -254,3 +254,18 @@ def test_an_operator_priced_again_is_served_from_the_memo(monkeypatch) -> None:
     monkeypatch.setattr(type(perf), "_kernels", unexpected)
     assert perf.op_seconds(qkv, 48, SHARD, 1e15, 1e12) == first
     assert perf.op_seconds(qkv, 48, SHARD, 2e15, 1e12) <= first      # other rates, the same kernels
+
+
+def test_measured_names_the_profiled_gpus_and_keeps_the_overlap() -> None:
+    with pytest.raises(ConfigError, match=r"\(measured: A100-SXM4-80GB, H100-SXM5-80GB\); "):
+        perf_model("measured", PRESETS["b200"].gpu)
+    assert perf_model("measured", H100.gpu, overlap=True).overlap is True
+    assert perf_model("roofline-efficiency", H100.gpu, overlap=True).overlap is True
+
+
+def test_an_a100_nobody_profiled_takes_the_a100_profile() -> None:
+    # vidur_a100_dgx_all_reduce.csv, 2 GPUs at 2,048 B: 0.01 ms (the H100's is 0.007 ms); an empty buffer adds
+    # no ring bytes.
+    hw = PRESETS["a100-pcie-40gb"]
+    perf = perf_model("roofline-efficiency", hw.gpu)
+    assert perf.all_reduce_seconds(0.0, 1, 2, hw.link.bandwidth) == pytest.approx(0.01e-3, rel=1e-12)

@@ -172,3 +172,33 @@ def test_two_requests_half_a_second_apart_tile_with_their_lengths(tmp_path) -> N
     requests = Trace(str(path), repeat=2).generate()
     assert [(r.id, r.arrival, r.input_len, r.output_len) for r in requests] == [
         (0, 3, 5, 7), (1, 3.5, 6, 8), (2, 4, 5, 7), (3, 4.5, 6, 8)]
+
+
+def test_a_date_time_is_utc_unless_it_names_its_zone(tmp_path, monkeypatch) -> None:
+    # 2023-11-16 18:15:46 UTC is 1,700,158,546 s after the epoch (19:15:46 at +01:00 is the same instant),
+    # whatever the machine's own zone.
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        path = tmp_path / "t.csv"
+        path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,1\n"
+                        "2023-11-16 19:15:46+01:00,20,2\n")
+        assert [r.arrival for r in Trace(str(path)).generate()] == [1700158546.0, 1700158546.0]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"TIMESTAMP": 12, "ContextTokens": 10, "GeneratedTokens": 1}, "TIMESTAMP: arrival must be an ISO date-time, got 12"),
+    ({"arrival_s": "inf", "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
+    ({"arrival_s": True, "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
+    ({"arrival_s": 0, "input_len": True, "output_len": 1}, "input_len: token count must be an integer >= 1"),
+    ({"arrival_s": 0, "input_len": [10], "output_len": 1}, "input_len: token count must be an integer >= 1"),
+])
+def test_a_json_cell_of_the_wrong_type_is_an_error_naming_its_row_and_column(row, message, tmp_path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ConfigError, match=f"row 1, {message}"):
+        Trace(str(path)).generate()

@@ -256,11 +256,13 @@ def test_an_operator_priced_again_is_served_from_the_memo(monkeypatch) -> None:
     assert perf.op_seconds(qkv, 48, SHARD, 2e15, 1e12) <= first      # other rates, the same kernels
 
 
-def test_measured_names_the_profiled_gpus_and_keeps_the_overlap() -> None:
+def test_measured_names_the_profiled_gpus_and_the_models_keep_their_names_and_overlap() -> None:
     with pytest.raises(ConfigError, match=r"\(measured: A100-SXM4-80GB, H100-SXM5-80GB\); "):
         perf_model("measured", PRESETS["b200"].gpu)
     assert perf_model("measured", H100.gpu, overlap=True).overlap is True
     assert perf_model("roofline-efficiency", H100.gpu, overlap=True).overlap is True
+    assert [perf_model(name, H100.gpu).name for name in ("measured", "roofline-efficiency")] == [
+        "measured", "roofline-efficiency"]
 
 
 def test_an_a100_nobody_profiled_takes_the_a100_profile() -> None:

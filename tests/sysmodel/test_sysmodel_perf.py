@@ -271,3 +271,11 @@ def test_an_a100_nobody_profiled_takes_the_a100_profile() -> None:
     hw = PRESETS["a100-pcie-40gb"]
     perf = perf_model("roofline-efficiency", hw.gpu)
     assert perf.all_reduce_seconds(0.0, 1, 2, hw.link.bandwidth) == pytest.approx(0.01e-3, rel=1e-12)
+
+
+def test_an_efficiency_curve_is_interpolated_in_log_tokens_and_held_at_its_ends() -> None:
+    # Points at 1, 4 and 16 tokens: 2 and 8 tokens lie halfway in log between two points; below one token, one.
+    from sysmodel.perf import Curve
+    curve = Curve([16, 1, 4], [0.8, 0.2, 0.4])
+    assert [curve(t) for t in (0.5, 1, 2, 4, 8, 16, 64)] == pytest.approx([0.2, 0.2, 0.3, 0.4, 0.6, 0.8, 0.8])
+    assert curve(np.array([0.5, 2, 8, 64])) == pytest.approx([0.2, 0.3, 0.6, 0.8])

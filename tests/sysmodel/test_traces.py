@@ -202,3 +202,18 @@ def test_a_json_cell_of_the_wrong_type_is_an_error_naming_its_row_and_column(row
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(ConfigError, match=f"row 1, {message}"):
         Trace(str(path)).generate()
+
+
+def test_the_errors_name_the_formats_and_the_arrival_columns_unit(tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ConfigError, match=r"\(basedie: arrival_s, prompt_tokens\|input_len, output_tokens\|output_len; "
+                                          r"azure: TIMESTAMP, ContextTokens, GeneratedTokens; splitwise-sim: "):
+        Trace(str(path)).generate()
+    for name, text, unit in (("t.csv", "input_len,output_len\n1,2\n", "basedie format, in seconds"),
+                             ("t.jsonl", '{"input_length": 1, "output_length": 2}\n', "mooncake format, in ms"),
+                             ("a.csv", "ContextTokens,GeneratedTokens\n1,2\n", "azure format, in iso")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=rf"no arrival column \w+ \({unit}\); the file has"):
+            Trace(str(path)).generate()

@@ -217,3 +217,14 @@ def test_the_errors_name_the_formats_and_the_arrival_columns_unit(tmp_path) -> N
         path.write_text(text)
         with pytest.raises(ConfigError, match=rf"no arrival column \w+ \({unit}\); the file has"):
             Trace(str(path)).generate()
+
+
+def test_each_error_names_the_trace(tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    for text, message, repeat in (("arrival_s,input_len,output_len\n", "no requests", 1),
+                                  ("a,b\n1,2\n", "columns a, b are no known trace format", 1),
+                                  ("arrival_s,input_len,output_len\n0,5,0\n", "row 1, output_len: token count", 1),
+                                  ("arrival_s,input_len,output_len\n0,5,1\n", "repeating needs arrivals spread", 2)):
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=f"^trace {path}(: |, ){message}"):
+            Trace(str(path), repeat=repeat).generate()

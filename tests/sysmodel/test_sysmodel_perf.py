@@ -279,3 +279,12 @@ def test_an_efficiency_curve_is_interpolated_in_log_tokens_and_held_at_its_ends(
     curve = Curve([16, 1, 4], [0.8, 0.2, 0.4])
     assert [curve(t) for t in (0.5, 1, 2, 4, 8, 16, 64)] == pytest.approx([0.2, 0.2, 0.3, 0.4, 0.6, 0.8, 0.8])
     assert curve(np.array([0.5, 2, 8, 64])) == pytest.approx([0.2, 0.3, 0.6, 0.8])
+
+
+def test_the_roofline_keeps_its_overlap_under_each_all_reduce_model_and_names_the_models() -> None:
+    for all_reduce in ("bandwidth", "alpha-beta", "nvls"):
+        for overlap in (False, True):
+            assert perf_model("roofline", H100.gpu, all_reduce, H100.link, overlap=overlap).overlap is overlap
+    with pytest.raises(ConfigError, match=r"^unknown all-reduce model 'tree'; choose one of bandwidth, alpha-beta, "
+                                          r"nvls$"):
+        perf_model("roofline", H100.gpu, "tree", H100.link)

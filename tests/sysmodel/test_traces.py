@@ -192,7 +192,8 @@ def test_a_date_time_is_utc_unless_it_names_its_zone(tmp_path, monkeypatch) -> N
 
 
 @pytest.mark.parametrize("row, message", [
-    ({"TIMESTAMP": 12, "ContextTokens": 10, "GeneratedTokens": 1}, "TIMESTAMP: arrival must be an ISO date-time, got 12"),
+    ({"TIMESTAMP": 12, "ContextTokens": 10, "GeneratedTokens": 1},
+     "TIMESTAMP: arrival must be an ISO date-time, got 12"),
     ({"arrival_s": "inf", "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
     ({"arrival_s": True, "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
     ({"arrival_s": 0, "input_len": True, "output_len": 1}, "input_len: token count must be an integer >= 1"),

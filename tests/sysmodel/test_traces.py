@@ -61,7 +61,8 @@ def test_unknown_token_columns_are_an_error_naming_the_columns_and_the_formats(t
     path = tmp_path / "t.csv"
     path.write_text("arrival_s,tokens_in,tokens_out\n0,10,2\n")
     with pytest.raises(ConfigError, match=r"columns arrival_s, tokens_in, tokens_out are no known trace format "
-                                          r"\(basedie: arrival_s, prompt_tokens\|input_len"):
+                                          r"\(basedie: arrival_s, prompt_tokens\|input_len, output_tokens\|output_len; "
+                                          r"azure: TIMESTAMP, ContextTokens, GeneratedTokens; splitwise-sim: "):
         Trace(str(path)).generate()
     with pytest.raises(ConfigError, match="no known trace format"):
         Trace(str(path), "none").generate()
@@ -163,3 +164,64 @@ def test_progress_counts_every_arrival_on_a_terminal_and_changes_nothing(tmp_pat
     shown = simulate(config, progress=True)
     assert "arrived" in terminal.getvalue() and "7/7" in terminal.getvalue()
     assert [r.token_times for r in shown.requests] == [r.token_times for r in quiet.requests]
+
+
+def test_two_requests_half_a_second_apart_tile_with_their_lengths(tmp_path) -> None:
+    # Two rows, span 0.5 s: period 0.5 × 2 / 1 = 1 s; every copy keeps each request's prompt and output.
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_len,output_len\n3,5,7\n3.5,6,8\n")
+    requests = Trace(str(path), repeat=2).generate()
+    assert [(r.id, r.arrival, r.input_len, r.output_len) for r in requests] == [
+        (0, 3, 5, 7), (1, 3.5, 6, 8), (2, 4, 5, 7), (3, 4.5, 6, 8)]
+
+
+def test_a_date_time_is_utc_unless_it_names_its_zone(tmp_path, monkeypatch) -> None:
+    # 2023-11-16 18:15:46 UTC is 1,700,158,546 s after the epoch (19:15:46 at +01:00 is the same instant),
+    # whatever the machine's own zone.
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        path = tmp_path / "t.csv"
+        path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,1\n"
+                        "2023-11-16 19:15:46+01:00,20,2\n")
+        assert [r.arrival for r in Trace(str(path)).generate()] == [1700158546.0, 1700158546.0]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"TIMESTAMP": 12, "ContextTokens": 10, "GeneratedTokens": 1},
+     "TIMESTAMP: arrival must be an ISO date-time, got 12"),
+    ({"arrival_s": "inf", "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
+    ({"arrival_s": True, "input_len": 10, "output_len": 1}, "arrival_s: arrival must be a finite number of s >= 0"),
+    ({"arrival_s": 0, "input_len": True, "output_len": 1}, "input_len: token count must be an integer >= 1"),
+    ({"arrival_s": 0, "input_len": [10], "output_len": 1}, "input_len: token count must be an integer >= 1"),
+])
+def test_a_json_cell_of_the_wrong_type_is_an_error_naming_its_row_and_column(row, message, tmp_path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ConfigError, match=f"row 1, {message}"):
+        Trace(str(path)).generate()
+
+
+def test_a_missing_arrival_column_is_named_with_its_unit(tmp_path) -> None:
+    for name, text, unit in (("t.csv", "input_len,output_len\n1,2\n", "basedie format, in seconds"),
+                             ("t.jsonl", '{"input_length": 1, "output_length": 2}\n', "mooncake format, in ms"),
+                             ("a.csv", "ContextTokens,GeneratedTokens\n1,2\n", "azure format, in iso")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=rf"no arrival column \w+ \({unit}\); the file has"):
+            Trace(str(path)).generate()
+
+
+def test_each_error_names_the_trace(tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    for text, message, repeat in (("arrival_s,input_len,output_len\n", "no requests", 1),
+                                  ("a,b\n1,2\n", "columns a, b are no known trace format", 1),
+                                  ("arrival_s,input_len,output_len\n0,5,0\n", "row 1, output_len: token count", 1),
+                                  ("arrival_s,input_len,output_len\n0,5,1\n", "repeating needs arrivals spread", 2)):
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=f"^trace {path}(: |, ){message}"):
+            Trace(str(path), repeat=repeat).generate()

@@ -111,8 +111,10 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
              f"{OUTPUT_LEN} tokens (length CV {CV}, seed {SEED}). TPOT, TTFT and energy at the common load of "
              f"{scale.load_qps:g} request/s. Max QPS: the largest rate of {', '.join(f'{q:g}' for q in scale.qps_grid)}"
              f" request/s at which TPOT p90 <= {slo_ms:g} ms (`--slo-ms`; 100 ms is our choice, not a citation); "
-             "0: missed already at the lowest; >=: met at the highest. Only TPOT is constrained: a disaggregated decode keeps "
-             "TPOT flat as the load grows (the queue shows in TTFT). Flash read: bytes read from the HBF media.", "",
+             "0: missed already at the lowest; >=: met at the highest. Only TPOT is constrained: in PD and DuoPD a longer "
+             "prefill queue shows in TTFT, not TPOT. Flash read: bytes read from the HBF media. One row at "
+             f"one rate from the command line: `basedie simulate --model MODEL FLAGS --qps X --requests {scale.requests} "
+             f"--input-len {INPUT_LEN} --output-len {OUTPUT_LEN} --length-cv {CV} --seed {SEED}`.", "",
              "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | flash read GB | max QPS | status |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h in headline:
@@ -145,7 +147,8 @@ FINDINGS = {
                   "traced).",
     "GPT3-175B": "As for LLaMA2-70B on HBM (DuoPD first, the DQBs' clock slows it). On layout C even the 4-bit "
                  "layers exceed a GPU's 8 GiB frame cache, so both HBF rows stay flash-bound; 4-bit reads about a "
-                 "third of FP16's flash bytes and is the only HBF row to hold the SLO beyond 1 request/s.",
+                 "third of FP16's flash bytes and is the only HBF row to hold the SLO beyond 1 request/s. Its energy per "
+                 "token is the lowest of all rows, below DuoPD's on HBM (not yet traced).",
     "Qwen3-235B-A22B": "With 22 B active parameters a decode token reads little, and PD 1:1's GPU decode is "
                        "faster per token than DuoPD's (mechanism not yet traced); DuoPD still spends less than half "
                        "the energy. The DQB rows are refused: quantized MoE experts are not modelled yet (a gap in "
@@ -170,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out / "headline.csv", headline)
     plot(args.out / "tpot.png", headline)
     command = "python scripts/base_die_study.py" + " --quick" * args.quick + (
-        f" --slo-ms {args.slo_ms:g}" if args.slo_ms != SLO_MS else "")
+        f" --slo-ms {args.slo_ms:g}" if args.slo_ms != SLO_MS else "") + (f" --doc {args.doc}" if args.doc else "")
     text = markdown(headline, scale, args.slo_ms, command)
     (args.out / "headline.md").write_text(f"# Base-die study{' (quick mode)' * args.quick}\n\n{text}")
     if args.doc:
@@ -183,8 +186,8 @@ DOC = """# The composed base-die study
 `scripts/base_die_study.py` runs the base die's pieces alone and composed on the same requests: PD 1:1 on GPUs,
 DuoPD (decode on the base die's PNM lanes), DuoPD with W4A16 weights dequantized by StreamDQ's DQBs, the same
 with the weights stored in HBF (layout C), DuoPD with FP16 weights in HBF (reference), and one GPU with the DQBs
-or with HBF (`gpu`: one GPU of the machine). Every row is one `basedie simulate` configuration (its flags are in the table); a row the model
-refuses shows its reason.
+or with HBF (`gpu`: one GPU of the machine). Every row is one `basedie simulate` configuration (its flags are in
+the table); a row the model refuses shows its reason.
 
 {table}"""
 

@@ -1,0 +1,58 @@
+"""The composed base-die study in quick mode: every row runs with finite figures, and the composition's
+mechanisms show in them (4-bit weights in HBF read fewer flash bytes, layouts without HBF read none)."""
+import csv
+import importlib.util
+import math
+import pytest
+
+from tests.sysmodel import pinned
+
+pytestmark = pinned.xdist_group("base_die_headline")     # the quick run is shared with test_pinned_results.py
+METRICS = ("tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "flash_read_gb")
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, dict]:
+    """The quick run's headline rows by row name (`tests/sysmodel/pinned/base_die_headline.json`)."""
+    out, _ = pinned.run(pinned.command("base_die_headline"))
+    assert (out / "tpot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with (out / "headline.csv").open(newline="") as handle:
+        return {r["row"]: r for r in csv.DictReader(handle)}
+
+
+def test_every_row_runs_with_finite_positive_figures(rows) -> None:
+    assert len(rows) == 7
+    for name, r in rows.items():
+        assert r["status"] == "ok", name
+        assert all(math.isfinite(float(r[k])) and float(r[k]) >= 0 for k in METRICS), name
+        assert float(r["tpot_p50_ms"]) > 0 and float(r["energy_j_per_token"]) > 0, name
+
+
+def test_w4a16_on_layout_c_reads_fewer_flash_bytes_than_fp16(rows) -> None:
+    quantized, fp16 = float(rows["duopd+dqb+C"]["flash_read_gb"]), float(rows["duopd+C"]["flash_read_gb"])
+    assert 0 < quantized < fp16 / 3.5          # 4.125 bits per weight with group-128 scales against 16
+
+
+def test_only_the_hbf_rows_read_flash(rows) -> None:
+    for name, r in rows.items():
+        assert (float(r["flash_read_gb"]) > 0) == name.endswith("+C"), name
+
+
+def test_duopd_decodes_faster_than_pd_on_gpus(rows) -> None:
+    """Decode on the base die's PNM lanes reads the stacks at their internal bandwidth."""
+    assert float(rows["duopd"]["tpot_p50_ms"]) < float(rows["pd-1:1"]["tpot_p50_ms"])
+    assert float(rows["duopd"]["energy_j_per_token"]) < float(rows["pd-1:1"]["energy_j_per_token"])
+
+
+def test_a_bad_slo_is_refused_and_writes_nothing(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _load().main(["--quick", "--slo-ms", "-1", "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    assert "--slo-ms" in capsys.readouterr().err
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("base_die_study", pinned.ROOT / "scripts" / "base_die_study.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

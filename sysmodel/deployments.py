@@ -16,7 +16,8 @@ from .errors import ConfigError, require
 from .operators import Shard
 from .registry import Registry
 from .servers import MixedServer
-from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, System, _attach, _gpu_executor, kv_pool
+from .systems import (SYSTEMS, Disaggregated, ServingSystem, Setting, System, attach, kv_pool,
+                      tiered_gpu_execution)
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,8 @@ def _colocated_instances(spec: Colocated, setting: Setting, built: ServingSystem
 
     def instance(i: int) -> MixedServer:
         """Instance `i` on its GPUs, through their own HBF tier when the layout puts anything there."""
-        executor = _gpu_executor(setting, built, shard)
-        return _attach(executor, MixedServer(
+        executor = tiered_gpu_execution(setting, built, shard)
+        return attach(executor, MixedServer(
             loop, f"instance{i}", executor.cost,
             built.account(f"instance {i} (TP{spec.tp}, {spec.scheduler})", "gpu", spec.tp * hw.gpu.flops,
                           spec.tp * hw.gpu.memory.bandwidth, spec.tp * setting.gpu_power_w,

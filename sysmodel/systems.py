@@ -142,8 +142,8 @@ class Setting:
 
     @property
     def chunk(self) -> int | None:
-        """Prompt tokens per iteration: a chunking system's chunk (default 1K dense, 4K MoE), or a
-        prefill server's budget of whole prompts (default None: one prompt per iteration, docs/design/pim-baselines.md)."""
+        """Prompt tokens per iteration: a chunking system's chunk (default 1K dense, 4K MoE), or a prefill
+        server's budget of whole prompts (default None: one prompt per iteration, docs/design/pim-baselines.md)."""
         if self.spec.prefill_batches:
             return self.config.chunk_tokens
         return self.config.chunk_tokens or (4096 if self.model.moe else 1024)
@@ -246,7 +246,7 @@ def _executor(tier: HBFTier | None, base, role: str, power: PortPower):
     return base if tier is None else tier.port(base, role, power)
 
 
-def _attach(executor, server):
+def attach(executor, server):
     """A port learns whose iterations it prices (and whose KV it reads and writes); returns the server."""
     if isinstance(executor, HBFPort):
         executor.server = server
@@ -258,7 +258,7 @@ def _gpu_power(setting: Setting, share: float = 1.0) -> PortPower:
     return PortPower((gpu.power_w * share, 0.0, 0.0), gpu.stack.energy_per_byte)
 
 
-def _gpu_executor(setting: Setting, built: ServingSystem, shard: Shard):
+def tiered_gpu_execution(setting: Setting, built: ServingSystem, shard: Shard):
     """The executor of GPUs holding `shard`, through their own HBF tier when the layout puts anything there."""
     return _executor(_tier(setting, built, shard), gpu_execution(setting, shard), "gpu", _gpu_power(setting))
 
@@ -273,11 +273,11 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
     tier = _tier(setting, built, shard)
     prefill, decode = (_executor(tier, base, role, power)
                        for base, role, power in zip((prefill, decode), roles, powers))
-    decoder = _attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
-                                           max_batch=setting.config.max_batch, finished=built.finished.append,
-                                           kv_reserved=True))
-    prefiller = _attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
-                                               handoff=decoder.submit, token_budget=setting.chunk))
+    decoder = attach(decode, DecodeServer(loop, roles[1], decode.cost, decode_account, memory, kv=kv,
+                                          max_batch=setting.config.max_batch, finished=built.finished.append,
+                                          kv_reserved=True))
+    prefiller = attach(prefill, PrefillServer(loop, roles[0], prefill.cost, prefill_account, memory, kv=kv,
+                                              handoff=decoder.submit, token_budget=setting.chunk))
     built.submit = prefiller.submit
 
 
@@ -337,11 +337,11 @@ def _chunked(spec: Chunked | SingleGPU, setting: Setting, built: ServingSystem, 
     shard = Shard(setting.model, gpus)
     account = built.account("chunked prefill" if gpus > 1 else "GPU", "gpu", gpus * hw.gpu.flops,
                             gpus * hw.gpu.memory.bandwidth, gpus * setting.gpu_power_w, hw.gpu.stack.energy_per_byte)
-    executor = _gpu_executor(setting, built, shard)
-    server = _attach(executor, MixedServer(built.loop, "mixed", executor.cost, account,
-                                           kv=kv_pool(setting, shard, f"{gpus} GPUs"),
-                                           max_batch=setting.config.max_batch,
-                                           chunk_tokens=setting.chunk, finished=built.finished.append))
+    executor = tiered_gpu_execution(setting, built, shard)
+    server = attach(executor, MixedServer(built.loop, "mixed", executor.cost, account,
+                                          kv=kv_pool(setting, shard, f"{gpus} GPUs"),
+                                          max_batch=setting.config.max_batch,
+                                          chunk_tokens=setting.chunk, finished=built.finished.append))
     built.submit = server.submit
 
 
@@ -382,8 +382,8 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        executor = _gpu_executor(decode_setting, built, decode_shard)
-        decoders.append(_attach(executor, DecodeServer(
+        executor = tiered_gpu_execution(decode_setting, built, decode_shard)
+        decoders.append(attach(executor, DecodeServer(
             loop, f"decode{index}", executor.cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
                           spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
@@ -417,8 +417,8 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     prefillers = []
     for index in range(spec.prefill_instances):
         pool = kv_pool(setting, prefill_shard, f"prefill instance {index}")
-        executor = _gpu_executor(setting, built, prefill_shard)
-        prefillers.append(_attach(executor, PrefillServer(
+        executor = tiered_gpu_execution(setting, built, prefill_shard)
+        prefillers.append(attach(executor, PrefillServer(
             loop, f"prefill{index}", executor.cost,
             built.account(f"prefill instance {index} (TP{spec.prefill_tp})", "gpu", spec.prefill_tp * hw.gpu.flops,
                           spec.prefill_tp * hw.gpu.memory.bandwidth, spec.prefill_tp * setting.gpu_power_w,

@@ -14,8 +14,9 @@ from .hardware import GPU
 from .quantized import DQB_POWER_W, DQBFigures, Quantization, larger, sz_fraction
 from basedie.verified import VerifiedBlocks
 
-# The decoder-block linear layers a GPTQ/AWQ checkpoint quantizes (the LM head and embeddings stay FP16).
-QUANTIZED_OPS = ("qkv", "o_proj", "mlp")
+# The decoder-block linear layers a GPTQ/AWQ checkpoint quantizes (the LM head, embeddings and MoE routers stay
+# FP16).
+QUANTIZED_OPS = ("qkv", "o_proj", "mlp", "experts")
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,12 @@ class Cell:
     kernel: str | None
     memory: str
     placement: str
+    model: str = MODEL
 
     @property
     def id(self) -> str:
-        return "/".join((self.system, self.weights, self.dequant or "-", self.memory, self.placement))
+        cell = "/".join((self.system, self.weights, self.dequant or "-", self.memory, self.placement))
+        return cell if self.model == MODEL else f"{self.model}/{cell}"
 
     def config(self) -> SimulationConfig:
         """The cell's configuration; a placement the package cannot hold is refused by its `Layout`."""
@@ -55,7 +57,7 @@ class Cell:
         if kv == "hbf" or prefix == "hbf":
             base = PRESETS[self.memory] if self.memory != "hbm" else Layout("hbm", hbm_stacks=1)
             memory = replace(base, name=f"{base.name}+{self.placement}", kv=kv, prefix=prefix)
-        return SimulationConfig(system=self.system, model=MODEL, hardware=HARDWARE, workload=WORKLOAD,
+        return SimulationConfig(system=self.system, model=self.model, hardware=HARDWARE, workload=WORKLOAD,
                                 max_batch=WORKLOAD.requests, quantization=_quantization(self), memory=memory,
                                 shared_prefix_tokens=tokens)
 

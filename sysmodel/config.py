@@ -278,8 +278,9 @@ class SimulationConfig:
                "replay MoE routing from FILE instead of the seeded model (format: docs/design/hbf.md)", metavar="FILE"),
         read=_hbf, group=HBF_GROUP))
     shared_prefix_tokens: int = field(default=0, metadata=options(
-        Option("--shared-prefix-tokens", "every prompt starts with the same N tokens, their KV stored once in the "
-                                         "layout's prefix tier and read by every request (chunked/gpu; default 0)",
+        Option("--shared-prefix-tokens", "every prompt starts with the same N tokens, their KV stored once (per "
+                                         "instance) in the layout's prefix tier and read by every request; prefill "
+                                         "computes the rest (in HBF: chunked/gpu; default 0)",
                metavar="N", type=int, default=0),
         check=lambda tokens: None if isinstance(tokens, int) and tokens >= 0 else
         f"shared prefix must be >= 0 tokens, got {tokens}", group=HBF_GROUP))

@@ -102,11 +102,16 @@ class Shard:
         return 2 * self.model.layers * self.kv_heads * self.model.head_dim * BYTES_PER_VALUE
 
     @property
+    def router_bytes(self) -> int:
+        """One layer's MoE router (every GPU holds it whole); 0 for a dense model."""
+        return self.model.hidden * self.model.experts * BYTES_PER_VALUE
+
+    @property
     def weight_bytes(self) -> float:
         m = self.model
         attention = m.hidden * (self.heads * 2 + self.kv_heads * 2) * m.head_dim
-        mlp = (m.experts * m.expert_params // self.tp + m.hidden * m.experts) if m.moe else m.expert_params // self.tp
-        return m.layers * (attention + mlp) * BYTES_PER_VALUE + self.embedding_bytes
+        mlp = m.experts * m.expert_params // self.tp if m.moe else m.expert_params // self.tp
+        return m.layers * ((attention + mlp) * BYTES_PER_VALUE + self.router_bytes) + self.embedding_bytes
 
     def layer_ops(self, work: Work) -> list[Op]:
         """The operators of one layer (all layers are alike)."""

@@ -241,11 +241,17 @@ class Server:
         raise NotImplementedError
 
 
+def _left(request: Request) -> int:
+    """The prompt tokens a prefill still computes."""
+    return request.input_len - request.prefilled
+
+
 class PrefillServer(Server):
     """Whole prompts, first come first served: an iteration runs the first prompt waiting and, with a
     `token_budget`, the prompts after it while their tokens together stay within the budget (a prompt longer than
-    the budget runs alone; None: one prompt per iteration). `kv` is the pool the prompts' KV is written to;
-    several servers may share one `queue`."""
+    the budget runs alone; None: one prompt per iteration). A prompt whose first tokens' KV is already there (a
+    shared prefix: `Request.prefilled`) computes only the rest, attending to them as cached context. `kv` is the
+    pool the prompts' KV is written to; several servers may share one `queue`."""
 
     def __init__(self, *args, kv: KVPool, handoff: Callable[[Request], None], queue: deque | None = None,
                  token_budget: int | None = None, **kwargs) -> None:
@@ -264,7 +270,7 @@ class PrefillServer(Server):
     def _fits(self, tokens: int) -> bool:
         """Whether the next prompt in the queue joins a batch already holding `tokens` prompt tokens."""
         if not self.queue or (self.batch and (self.token_budget is None
-                                              or tokens + self.queue[0].input_len > self.token_budget)):
+                                              or tokens + _left(self.queue[0]) > self.token_budget)):
             return False
         return self.kv.reserve(self.queue[0])
 
@@ -286,9 +292,9 @@ class PrefillServer(Server):
             request = self.queue.popleft()
             request.prefill_start = self.loop.now
             self.batch.append(request)
-            tokens += request.input_len
+            tokens += _left(request)
         if self.batch:
-            parts = [prefill_work(request.input_len) for request in self.batch]
+            parts = [prefill_work(_left(request), request.prefilled) for request in self.batch]
             self.start(Work(*(sum(counts) for counts in zip(*parts))))
 
     def completed(self, ends: np.ndarray) -> None:

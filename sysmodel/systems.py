@@ -218,8 +218,7 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     spec = SYSTEMS.lookup(system) if spec is None else spec
     built = ServingSystem(loop, system)
     layout = setting.layout
-    require(not (setting.config.shared_prefix_tokens or (layout is not None and "hbf" in (layout.kv, layout.prefix)))
-            or spec.one_kv_server,
+    require(not (layout is not None and "hbf" in (layout.kv, layout.prefix)) or spec.one_kv_server,
             f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
             f"{system} (docs/design/hbf.md, 'Systems')")
     spec.build(setting, built)
@@ -400,7 +399,8 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     transfer_account = built.account("KV transfer (NVLink)", "link", 0.0, 0.0, 0.0, 0.0)
 
     def handoff(request: Request, pool: KVPool, server: int) -> None:
-        kv_bytes = request.input_len * model.kv_bytes_per_token
+        # A shared prefix's KV is on every instance from the start: only the rest of the prompt's moves.
+        kv_bytes = (request.input_len - setting.config.shared_prefix_tokens) * model.kv_bytes_per_token
         target = min(range(len(decoders)), key=lambda d: len(decoders[d].running) + len(decoders[d].waiting))
         transfer_s = kv_bytes / (pairs * (hw.link.bandwidth if decode_servers[target] == server else network))
         prefill_s = loop.now - request.prefill_start

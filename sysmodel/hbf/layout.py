@@ -109,16 +109,17 @@ class Layout:
 
 def objects(shard: Shard, weight_bytes: float | None = None) -> tuple[int, int, float]:
     """The HBF-resident objects of one GPU as (layers, objects per layer, bytes each): an MoE model's local
-    experts, or a dense model's layer weights as stored (`weight_bytes`, one GPU's weights with the FP16
-    embeddings: quantized layers hold fewer bytes; default FP16)."""
+    experts, or a dense model's layer weights, as stored (`weight_bytes`, one GPU's weights with the FP16
+    embeddings and routers: quantized layers hold fewer bytes; default FP16). A quantized checkpoint stores
+    every quantized layer (attention and experts alike) at the same bytes per FP16 byte, so an expert's share
+    of the quantized layers' bytes is its share of their FP16 bytes."""
     m = shard.model
-    if m.moe:
-        require(weight_bytes is None or weight_bytes == shard.weight_bytes,
-                f"{m.name}: quantized MoE experts are not modelled")
-        return m.layers, m.experts // shard.tp, float(m.expert_params * BYTES_PER_VALUE)
     stored = shard.weight_bytes if weight_bytes is None else weight_bytes
-    per_layer = (stored - shard.embedding_bytes) / m.layers
-    return m.layers, 1, float(per_layer)
+    if m.moe:
+        fp16 = shard.embedding_bytes + m.layers * shard.router_bytes
+        per_fp16_byte = (stored - fp16) / (shard.weight_bytes - fp16)
+        return m.layers, m.experts // shard.tp, m.expert_params * BYTES_PER_VALUE * per_fp16_byte
+    return m.layers, 1, float((stored - shard.embedding_bytes) / m.layers)
 
 
 PRESETS: Registry[Layout] = Registry("memory layout", key=str.upper)

@@ -25,13 +25,11 @@ def table():
 
 def gap(cell: Cell) -> str | None:
     """The refusal a cell gives today that is not physical (None: the cell runs or is physically refused)."""
-    quantized = cell.weights != "fp16"
     no_kernel = cell.weights == "fp8" and cell.dequant != "dqb"
     no_hbf_stack = cell.memory in ("hbm", "A") and cell.placement.endswith("-hbf")
     if no_kernel or no_hbf_stack:
         return None
-    kv_apart = cell.placement in ("kv-hbf", "prefix-hbf") or cell.placement == "prefix-hbm"
-    if kv_apart and cell.system in ("duopd", "pd-1:1", "sm-7:3"):
+    if cell.placement in ("kv-hbf", "prefix-hbf") and cell.system in ("duopd", "pd-1:1", "sm-7:3"):
         return "a shared prefix or a KV cache in HBF is modelled for chunked and gpu"
     return None
 

@@ -79,12 +79,6 @@ def test_two_gpus_split_the_gemms_and_pay_a_ring_all_reduce_per_layer() -> None:
     assert [call[1:3] for call in gemm.calls[:4]] == [(8, 12), (4, 8), (8, 8), (8, 8)]
 
 
-def test_quantized_moe_experts_are_refused() -> None:
-    with pytest.raises(ConfigError) as error:
-        QuantizedGPUExecution(PAPER_HARDWARE, Shard(QWEN3_235B_A22B, 8), PlantedGemm())
-    assert str(error.value) == "Qwen3-235B-A22B: quantized MoE experts are not modelled"
-
-
 def test_a_vocabulary_tp_does_not_divide_is_padded_as_vllm_pads_it_on_both_paths() -> None:
     """GPT-3 175B's 50,257 tokens at TP 8: vLLM pads the vocabulary to a multiple of 64, 50,304 = 786 · 64, and
     gives each rank 50,304 / 8 = 6,288 rows of the embedding and of the LM head; its MLP of 49,152 splits into

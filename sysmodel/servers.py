@@ -22,6 +22,14 @@ from .memory import MemoryTier
 from .operators import Work, decode_work, prefill_work
 
 
+class KVDoesNotFit(ConfigError):
+    """A request longer than a KV pool can ever hold; `capacity_tokens` is what the pool holds (context × batch)."""
+
+    def __init__(self, message: str, capacity_tokens: int) -> None:
+        super().__init__(message)
+        self.capacity_tokens = capacity_tokens
+
+
 class KVPool:
     """KV-cache capacity in tokens. A request reserves its whole final length (prompt + output) when it is
     admitted, so no running request is ever preempted."""
@@ -34,8 +42,8 @@ class KVPool:
 
     def check_fits(self, request: Request) -> None:
         if request.input_len + request.output_len > self.capacity:
-            raise ConfigError(f"request {request.id} needs {request.input_len + request.output_len} tokens of KV "
-                              f"cache but {self.name} holds at most {self.capacity}")
+            raise KVDoesNotFit(f"request {request.id} needs {request.input_len + request.output_len} tokens of KV "
+                               f"cache but {self.name} holds at most {self.capacity}", self.capacity)
 
     def reserve(self, request: Request) -> bool:
         need = request.input_len + request.output_len

@@ -44,6 +44,15 @@ def test_duopd_decodes_faster_than_pd_on_gpus(rows) -> None:
     assert float(rows["duopd"]["energy_j_per_token"]) < float(rows["pd-1:1"]["energy_j_per_token"])
 
 
+def test_the_kv_cache_holds_what_the_memory_leaves_beside_the_weights(rows) -> None:
+    # DuoPD keeps the KV in each GPU's 8 HBM stacks beside its share of the weights: 4-bit weights leave more room;
+    # layout C's one HBM stack (36 GiB) holds far less, whatever the format. LLaMA2-70B at TP 8, counted by hand:
+    # 80 layers × 1 KV head × 128 × 2 (K and V) × 2 B = 40,960 B per token per GPU.
+    kv = {name: int(float(r["kv_tokens"])) for name, r in rows.items()}
+    assert kv["duopd+dqb"] > kv["duopd"] > kv["duopd+C"] and kv["duopd+dqb+C"] >= kv["duopd+C"]
+    assert kv["duopd+C"] < 36 * 2**30 / 40960 < kv["duopd"]
+
+
 def test_a_bad_slo_is_refused_and_writes_nothing(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         _load().main(["--quick", "--slo-ms", "-1", "--out", str(tmp_path / "out")])

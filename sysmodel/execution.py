@@ -244,6 +244,25 @@ class LinearChain(NamedTuple):
         return stream, latency
 
 
+def beat_groups(lanes: int, bandwidth_multiple: float) -> tuple[int, ...]:
+    """How the lanes may split into broadcast groups: a read path of `bandwidth_multiple` × the stack's delivers
+    that many beats per cycle, and `g` groups of `lanes / g` lanes each take their own beat (g divides the lanes,
+    g ≤ the multiple). One group (the paper's PNM, §4.2) broadcasts every beat to all lanes. The split is our
+    reading of a wider PNM (DuoPD §6.4 gives no microarchitecture for it); each group is the verified array's
+    structure with fewer lanes."""
+    return tuple(g for g in range(1, int(bandwidth_multiple) + 1) if lanes % g == 0)
+
+
+def array_passes(rows, elements, lanes: int, groups: tuple[int, ...], smaller=min):
+    """Lane-beats of an operator whose `elements` each serve `rows` rows: with `g` groups, each beat serves up to
+    lanes / g rows (more take more passes) and the groups share the elements; the fastest split is taken."""
+    best = None
+    for g in groups:
+        cycles = -(-rows // (lanes // g)) * elements / g
+        best = cycles if best is None else smaller(best, cycles)
+    return best
+
+
 @dataclass(frozen=True)
 class PNMExecution:
     """DuoPD decoding on the PNMs of `shard.tp` GPUs (one PNM per stack), paper §4.2 and §5.
@@ -254,7 +273,8 @@ class PNMExecution:
     weight beat serves up to `lanes` token rows (the sequences, or for an expert the tokens routed to it)
     and a key/value beat up to `lanes` query heads of a GQA group; the rows an operand serves are its
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
-    at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
+    at its share of its read path: the stack's bandwidth × `pnm.bandwidth_multiple` (a wider path's loads and
+    shares are fractions of it; `beat_groups` says how its lanes use more beats per cycle). Each operator pays the lane's pipeline latency and the MMU's
     access latency at the loads the GPU and the operator offer; each layer pays two inter-PNM all-reduces
     (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own).
 
@@ -270,6 +290,9 @@ class PNMExecution:
     perf: PerfModel = ROOFLINE
     vector: VectorFigures | None = None
     dequant: "StackDequant | None" = None    # quantized weights, read through the stack's DQBs (`base_die`)
+    # False: the PNMs run only the operators of `shard` (offloaded from a GPU decode instance, `sysmodel.offload`);
+    # the GPUs run the norms, residual adds and the head, so the vector unit's chains beside those do not apply.
+    whole_decode: bool = True
 
     @cached_property
     def _vector_chains(self) -> tuple[LinearChain, LinearChain, dict[str, LinearChain]]:
@@ -292,12 +315,14 @@ class PNMExecution:
         share its own offered load obtains."""
         hw, shard, lane = self.hardware, self.shard, self.figures
         stacks = hw.gpu.stacks
-        stack_bandwidth = hw.gpu.stack.bandwidth
+        stack_bandwidth = hw.gpu.stack.bandwidth * hw.pnm.bandwidth_multiple     # the PNM's own read path
         byte_rate = stack_bandwidth * bandwidth_scale
         dequant = self.dequant
         fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
         gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
+        smaller = np.minimum if larger is np.maximum else min
+        groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)
         serial, final, beside = self._vector_chains if self.vector else (None, None, {})
 
         def seconds_of(ops, overlapped: dict[str, LinearChain]) -> tuple[float, float]:
@@ -306,8 +331,8 @@ class PNMExecution:
                 elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
                 if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
                     continue
-                passes = -(-(op.flops / (2 * elements)) // lane.lanes)
-                compute_s = passes * elements / stacks / lane.macs_per_cycle / lane.clock_hz
+                compute_s = array_passes(op.flops / (2 * elements), elements, lane.lanes, groups, smaller) \
+                    / stacks / lane.macs_per_cycle / lane.clock_hz
                 if dequant is None:
                     nbytes = elements * BYTES_PER_VALUE / stacks
                 else:     # the lanes still take FP16, delivered by the DQBs from the stored bytes
@@ -332,7 +357,7 @@ class PNMExecution:
         layer, head = shard.layer_ops(work), shard.head_ops(work)
         layer_s, layer_bytes = seconds_of(layer, beside)
         head_s, head_bytes = seconds_of(head, {})
-        if self.vector:
+        if self.vector and self.whole_decode:
             layer_s += sum(serial(work))
             head_s += sum(final(work))
         reduce_bytes = shard.all_reduce_bytes(work)
@@ -344,4 +369,4 @@ class PNMExecution:
         hbm_per_stack = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
         return Cost(seconds, flops * shard.tp, hbm_per_stack * stacks * shard.tp, link * shard.tp,
-                    hbm_per_stack / (seconds * hw.gpu.stack.bandwidth))
+                    hbm_per_stack / (seconds * stack_bandwidth))

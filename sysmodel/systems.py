@@ -26,7 +26,7 @@ from .base_die import StackDequant
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
-from .hardware import Hardware
+from .hardware import DUPLEX_BANDWIDTH, DUPLEX_BANDWIDTH_COMPUTE, Hardware, PNMScale
 from .hbf.layout import Layout
 from .hbf.service import HBFPort, HBFTier, PortPower
 from .llm import LLM
@@ -66,6 +66,11 @@ class Disaggregated(System):
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _disaggregated(self, setting, built)
 
+    def decoder(self, setting: "Setting", built: "ServingSystem", shard: Shard, name: str):
+        """A decode instance's executor and KV pool: its GPUs alone (`sysmodel.offload` moves operators to
+        near-memory compute)."""
+        return tiered_gpu_execution(setting, built, shard), kv_pool(setting, shard, name)
+
 
 @dataclass(frozen=True)
 class SMPartition(System):
@@ -79,8 +84,10 @@ class SMPartition(System):
 
 @dataclass(frozen=True)
 class DuoPD(System):
+    """`pnm` scales the hardware's PNM: DuoPD (4× BW) and (4× BW + 4× compute) of §6.4."""
     options: ClassVar[frozenset] = frozenset({"mmu_policy", "chunk_tokens"})
     prefill_batches: ClassVar[bool] = True
+    pnm: PNMScale = PNMScale()
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _duopd(self, setting, built)
@@ -110,6 +117,9 @@ class SingleGPU(System):
 # over 6 GPUs).
 SYSTEMS: Registry[System] = Registry("system")
 SYSTEMS.register("duopd", DuoPD(), "all GPUs prefill in TP; all decoding on the PNMs of their stacks (MMU arbitration)")
+SYSTEMS.register("duopd-4x-bw", DuoPD(DUPLEX_BANDWIDTH), "duopd whose PNMs read at Duplex's 4x bandwidth (§6.4)")
+SYSTEMS.register("duopd-4x-bw-4x-compute", DuoPD(DUPLEX_BANDWIDTH_COMPUTE),
+                 "duopd whose PNMs read at 4x bandwidth with 4x the lanes (§6.4)")
 SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4), "PD disaggregation: one TP4 prefill + one TP4 decode instance")
 SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2), "PD disaggregation: three TP2 prefill + one TP2 decode instance")
 SYSTEMS.register("chunked", Chunked(), "one instance mixing prompt chunks (1K dense, 4K MoE) with decoding")
@@ -282,7 +292,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 
 
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
-    hw = setting.hardware
+    hw = spec.pnm.apply(setting.hardware)
     shard = Shard(setting.model, hw.gpus)
     quant = setting.config.quantization
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
@@ -382,14 +392,13 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        executor = tiered_gpu_execution(decode_setting, built, decode_shard)
+        executor, kv = spec.decoder(decode_setting, built, decode_shard, f"decode instance {index}")
         decoders.append(attach(executor, DecodeServer(
             loop, f"decode{index}", executor.cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
                           spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
                           dhw.gpu.stack.energy_per_byte),
-            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"),
-            max_batch=setting.config.max_batch,
+            kv=kv, max_batch=setting.config.max_batch,
             finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)
     # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the

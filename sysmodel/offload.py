@@ -14,7 +14,6 @@ for the offloaded ones. The near-memory compute reads through its own path (bank
 GPU's; the decode instance runs alone on its stacks, so nothing shares that path.
 """
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 import numpy as np
 
@@ -25,15 +24,15 @@ from .hardware import DUPLEX_BANDWIDTH, DUPLEX_BANDWIDTH_COMPUTE, Hardware, PNMS
 from .operators import Shard, Work
 from .systems import SYSTEMS, Disaggregated, ServingSystem, Setting, kv_pool
 
-ATTENTION = frozenset({"attention"})
-ATTENTION_AND_EXPERTS = frozenset({"attention", "experts"})
+ATTENTION = ("attention",)
+ATTENTION_AND_EXPERTS = ("attention", "experts")
 
 
 @dataclass(frozen=True)
 class Part(Shard):
     """The operators of a shard that run on near-memory compute (`near`: those in `ops`) or stay on the GPUs (the
     rest, with the head and the tensor-parallel all-reduces)."""
-    ops: frozenset = frozenset()
+    ops: tuple[str, ...] = ()
     near: bool = False
 
     def layer_ops(self, work: Work):
@@ -88,10 +87,12 @@ class OffloadExecution:
 class Offloaded(Disaggregated):
     """PD disaggregation whose decode instances run `ops` on bank-level PIM (`near="pim"`) or on a logic-die PNM
     scaled by `pnm` (`near="pnm"`)."""
-    options: ClassVar[frozenset] = Disaggregated.options
-    ops: frozenset = ATTENTION
+    ops: tuple[str, ...] = ATTENTION
     near: str = "pim"
     pnm: PNMScale = PNMScale()
+
+    def pnm_hardware(self, hardware: Hardware) -> Hardware | None:
+        return self.pnm.apply(hardware) if self.near == "pnm" else None
 
     def decoder(self, setting: Setting, built: ServingSystem, shard: Shard, name: str):
         c = setting.config
@@ -105,7 +106,7 @@ class Offloaded(Disaggregated):
             stack = replace(hw.gpu.stack, capacity_bytes=hw.gpu.stack.capacity_bytes * hw.pim.capacity_fraction)
             smaller = replace(setting, hardware=replace(hw, gpu=replace(hw.gpu, stack=stack)))
             return OffloadExecution(gpu, PIMExecution(hw, near_shard)), kv_pool(smaller, shard, name)
-        pnm_hw = self.pnm.apply(hw)
+        pnm_hw = self.pnm_hardware(hw)
         mmu = MMUArbitration.from_verified(setting.table, "prefill-first", pnm_hw)
         near = PNMExecution(pnm_hw, near_shard, PNMFigures.from_verified(setting.table, pnm_hw.pnm), mmu, setting.perf,
                             VectorFigures.from_verified(setting.table, pnm_hw.pnm), whole_decode=False)

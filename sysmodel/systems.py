@@ -53,6 +53,10 @@ class System:
         """Wire the system's servers on `setting` into `built` (its `submit` and accounts)."""
         raise NotImplementedError
 
+    def pnm_hardware(self, hardware: Hardware) -> Hardware | None:
+        """The machine whose PNMs the system decodes on (their verified figures are the run's), None: no PNM."""
+        return None
+
 
 @dataclass(frozen=True)
 class Disaggregated(System):
@@ -82,7 +86,7 @@ class SMPartition(System):
         _sm_partition(self, setting, built)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DuoPD(System):
     """`pnm` scales the hardware's PNM: DuoPD (4× BW) and (4× BW + 4× compute) of §6.4."""
     options: ClassVar[frozenset] = frozenset({"mmu_policy", "chunk_tokens"})
@@ -91,6 +95,12 @@ class DuoPD(System):
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _duopd(self, setting, built)
+
+    def pnm_hardware(self, hardware: Hardware) -> Hardware:
+        return self.pnm.apply(hardware)
+
+    def __repr__(self) -> str:      # the paper's DuoPD keeps its recorded spec, `DuoPD()`
+        return "DuoPD()" if self.pnm == PNMScale() else f"DuoPD(pnm={self.pnm!r})"
 
 
 @dataclass(frozen=True)
@@ -292,7 +302,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 
 
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
-    hw = spec.pnm.apply(setting.hardware)
+    hw = spec.pnm_hardware(setting.hardware)
     shard = Shard(setting.model, hw.gpus)
     quant = setting.config.quantization
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)

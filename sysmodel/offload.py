@@ -99,18 +99,22 @@ class Offloaded(Disaggregated):
         require(setting.layout is None and not c.quantization.quantized,
                 f"{built.name} is modelled with FP16 weights in HBM only (no --memory layout, no --weights)")
         hw, model, tp = setting.hardware, shard.model, shard.tp
+        gpus_w = tp * setting.gpu_power_w
         gpu = GPUExecution(hw, Part(model, tp, self.ops), 1.0, setting.perf, c.iteration_overhead_s)
         near_shard = Part(model, tp, self.ops, near=True)
         if self.near == "pim":
             # The PIM's units take DRAM area: the stacks hold `capacity_fraction` of their bytes, weights and KV alike.
             stack = replace(hw.gpu.stack, capacity_bytes=hw.gpu.stack.capacity_bytes * hw.pim.capacity_fraction)
             smaller = replace(setting, hardware=replace(hw, gpu=replace(hw.gpu, stack=stack)))
-            return OffloadExecution(gpu, PIMExecution(hw, near_shard)), kv_pool(smaller, shard, name)
+            # No PIM power is published (AttAcc gives energies per byte only): the instance draws its GPUs' power.
+            return OffloadExecution(gpu, PIMExecution(hw, near_shard)), kv_pool(smaller, shard, name), gpus_w
         pnm_hw = self.pnm_hardware(hw)
         mmu = MMUArbitration.from_verified(setting.table, "prefill-first", pnm_hw)
         near = PNMExecution(pnm_hw, near_shard, PNMFigures.from_verified(setting.table, pnm_hw.pnm), mmu, setting.perf,
                             VectorFigures.from_verified(setting.table, pnm_hw.pnm), whole_decode=False)
-        return OffloadExecution(gpu, near), kv_pool(setting, shard, name)
+        # While it decodes, the instance draws its GPUs' power and its stacks' PNMs' (with Duplex's TSV I/O).
+        stacks = tp * hw.gpu.stacks
+        return OffloadExecution(gpu, near), kv_pool(setting, shard, name), gpus_w + stacks * pnm_hw.pnm.power_w
 
 
 SYSTEMS.register("pd-1:1-pim", Offloaded(1, 4, 1, 4, ATTENTION, "pim"),

@@ -71,9 +71,9 @@ class Disaggregated(System):
         _disaggregated(self, setting, built)
 
     def decoder(self, setting: "Setting", built: "ServingSystem", shard: Shard, name: str):
-        """A decode instance's executor and KV pool: its GPUs alone (`sysmodel.offload` moves operators to
-        near-memory compute)."""
-        return tiered_gpu_execution(setting, built, shard), kv_pool(setting, shard, name)
+        """A decode instance's executor, KV pool and busy power: its GPUs alone (`sysmodel.offload` moves
+        operators to near-memory compute)."""
+        return tiered_gpu_execution(setting, built, shard), kv_pool(setting, shard, name), shard.tp * setting.gpu_power_w
 
 
 @dataclass(frozen=True)
@@ -402,12 +402,11 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        executor, kv = spec.decoder(decode_setting, built, decode_shard, f"decode instance {index}")
+        executor, kv, power_w = spec.decoder(decode_setting, built, decode_shard, f"decode instance {index}")
         decoders.append(attach(executor, DecodeServer(
             loop, f"decode{index}", executor.cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
-                          spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
-                          dhw.gpu.stack.energy_per_byte),
+                          spec.decode_tp * dhw.gpu.memory.bandwidth, power_w, dhw.gpu.stack.energy_per_byte),
             kv=kv, max_batch=setting.config.max_batch,
             finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)

@@ -70,7 +70,7 @@ def test_half_the_capacity_holds_half_the_bytes_less_the_weights(table) -> None:
                                   hardware=hardware)
         setting = resolve(config, table)
         shard = Shard(setting.model, 4)
-        _, kv = setting.spec.decoder(setting, ServingSystem(EventLoop(), "pd-1:1-pim"), shard, "decode")
+        _, kv, _ = setting.spec.decoder(setting, ServingSystem(EventLoop(), "pd-1:1-pim"), shard, "decode")
         return kv.capacity, shard
 
     half, shard = decode_kv(PAPER_HARDWARE)

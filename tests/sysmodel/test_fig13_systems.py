@@ -128,21 +128,20 @@ def test_duplex_and_duopd_variants_scale_the_pnm_not_the_gpu(table) -> None:
         scaled = SYSTEMS[name].pnm_hardware(PAPER_HARDWARE)
         assert scaled.pnm.bandwidth_multiple == 4.0 and scaled.pnm.lanes == PAPER_HARDWARE.pnm.lanes
         assert scaled.gpu == PAPER_HARDWARE.gpu
-    assert SYSTEMS["duopd-4x-bw-4x-compute"].pnm_hardware(PAPER_HARDWARE).pnm.lanes == 4 * PAPER_HARDWARE.pnm.lanes
+    four = SYSTEMS["duopd-4x-bw-4x-compute"].pnm_hardware(PAPER_HARDWARE).pnm
+    assert four.arrays == 4 and four.lanes == PAPER_HARDWARE.pnm.lanes
+    table = verified.load()
+    assert PNMFigures.from_verified(table, four).lanes == 4 * PNMFigures.from_verified(table, PAPER_HARDWARE.pnm).lanes
     assert SYSTEMS["pd-1:1-pim"].pnm_hardware(PAPER_HARDWARE) is None
 
 
-def test_each_fig13_system_runs_from_the_cli_or_names_the_verify_it_needs(tmp_path, capsys) -> None:
-    lanes = {e.params["lanes"] for e in verified.load().entries if e.block == "pnm_array"}
+def test_each_fig13_system_runs_from_the_cli(tmp_path, capsys) -> None:
     for system in FIG13:
         code = main(["simulate", "--system", system, "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len",
                      "8", "--requests", "2", "--no-plots", "--out", str(tmp_path / system)])
-        err = capsys.readouterr().err
-        if system.endswith("4x-compute") and 64 not in lanes:
-            assert code == 2 and "basedie verify pnm_array --param lanes=64" in err and err.count("\n") == 1
-        else:
-            assert code == 0, err
-            assert json.loads((tmp_path / system / "summary.json").read_text())["tpot_s"]["p90"] > 0
+        assert code == 0, capsys.readouterr().err
+        summary = json.loads((tmp_path / system / "summary.json").read_text())
+        assert 0 < summary["tpot_s"]["p50"] <= summary["tpot_s"]["p90"] <= summary["tpot_s"]["p99"]
 
 
 @pytest.mark.parametrize("extra,message", [

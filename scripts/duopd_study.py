@@ -278,6 +278,29 @@ def latency_plot(path: Path, rows: Sequence[dict], models: Sequence[str], system
     fig.savefig(path, dpi=110)
 
 
+def normalized_bars(path: Path, rps: dict, cells: list[tuple], systems: Sequence[str], tick: Callable[[tuple], str],
+                    what: str, width_in: float, legend: tuple[int, int]) -> None:
+    """One panel per model: each system's requests/s over PD 1:1's in every cell (`rps` keyed by (model, system,
+    *cell)); an impossible run is marked ×. `legend` is (font size, columns)."""
+    fig = Figure(figsize=(width_in, 3.2 * len(MODELS)))
+    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(systems)
+    for ax, model in zip(axes, MODELS):
+        for n, system in enumerate(systems):
+            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
+            x = np.arange(len(cells)) + n * width
+            ax.bar(x, np.nan_to_num(heights), width, label=system)
+            for xi, h in zip(x, heights):
+                if not math.isfinite(h):
+                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
+        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2, [tick(c) for c in cells], fontsize=7)
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set(title=f"{model}: throughput normalized to PD 1:1 ({what})", ylabel="normalized requests/s")
+        ax.legend(fontsize=legend[0], ncol=legend[1])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def fig11(scale: Scale, out: Path) -> list[Claim]:
     """Throughput (requests/s) of every system per model, input, output and batch; normalized to PD 1:1."""
     grid = list(product(MODELS, scale.inputs, scale.outputs, scale.batches))
@@ -290,26 +313,9 @@ def fig11(scale: Scale, out: Path) -> list[Claim]:
                 decode_batch_mean=mean_decode_batch(r)) for k, r in runs.items()]
     write_csv(out / "fig11.csv", rows)
 
-    fig = Figure(figsize=(max(8, 0.9 * len(grid) / len(MODELS)), 3.2 * len(MODELS)))
-    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
-    width = 0.8 / len(COMPARED)
-    for ax, model in zip(axes, MODELS):
-        cells = [(i, o, b) for m, i, o, b in grid if m == model]
-        for n, system in enumerate(COMPARED):
-            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
-            x = np.arange(len(cells)) + n * width
-            ax.bar(x, np.nan_to_num(heights), width, label=system)
-            for xi, h in zip(x, heights):
-                if not math.isfinite(h):
-                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
-        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2,
-                      [f"{i // 1024}K/{o}\nB{b}" for i, o, b in cells], fontsize=7)
-        ax.axhline(1.0, color="grey", lw=0.5)
-        ax.set(title=f"{model}: throughput normalized to PD 1:1 (input/output, batch; × impossible)",
-               ylabel="normalized requests/s")
-        ax.legend(fontsize=7, ncol=len(COMPARED))
-    fig.tight_layout()
-    fig.savefig(out / "fig11.png", dpi=110)
+    normalized_bars(out / "fig11.png", rps, list(product(scale.inputs, scale.outputs, scale.batches)), COMPARED,
+                    lambda cell: f"{cell[0] // 1024}K/{cell[1]}\nB{cell[2]}", "input/output, batch; × impossible",
+                    max(8, 0.9 * len(grid) / len(MODELS)), legend=(7, len(COMPARED)))
 
     speedup = {(m, s, i, o, b): rps[(m, "duopd", i, o, b)] / rps[(m, s, i, o, b)]
                for m, i, o, b in grid for s in BASELINES}
@@ -606,24 +612,9 @@ def fig13(scale: Scale, out: Path) -> list[Claim]:
             for k, r in runs.items()]
     write_csv(out / "fig13.csv", rows)
 
-    fig = Figure(figsize=(max(8, 1.2 * len(grid) / len(MODELS)), 3.2 * len(MODELS)))
-    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
-    width = 0.8 / len(FIG13_SYSTEMS)
-    for ax, model in zip(axes, MODELS):
-        cells = [(w, b) for m, (w, _), b in grid if m == model]
-        for n, system in enumerate(FIG13_SYSTEMS):
-            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
-            x = np.arange(len(cells)) + n * width
-            ax.bar(x, np.nan_to_num(heights), width, label=system)
-            for xi, h in zip(x, heights):
-                if not math.isfinite(h):
-                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
-        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2, [f"{w}\nB{b}" for w, b in cells], fontsize=7)
-        ax.axhline(1.0, color="grey", lw=0.5)
-        ax.set(title=f"{model}: throughput normalized to PD 1:1 (× impossible)", ylabel="normalized requests/s")
-        ax.legend(fontsize=6, ncol=4)
-    fig.tight_layout()
-    fig.savefig(out / "fig13.png", dpi=110)
+    normalized_bars(out / "fig13.png", rps, list(product((w for w, _ in FIG13_WORKLOADS), scale.batches)),
+                    FIG13_SYSTEMS, lambda cell: f"{cell[0]}\nB{cell[1]}", "workload, batch; × impossible",
+                    max(8, 1.2 * len(grid) / len(MODELS)), legend=(6, 4))
 
     def best(numerator: str, denominator: str, models: Sequence[str] = MODELS,
              kinds: Sequence[str] = ("prefill-heavy", "decode-heavy")) -> tuple[float, str]:

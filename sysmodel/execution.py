@@ -281,9 +281,10 @@ class PNMExecution:
     and a key/value beat up to `lanes` query heads of a GQA group; the rows an operand serves are its
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
     at its share of its read path: the stack's bandwidth × `pnm.bandwidth_multiple` (a wider path's loads and
-    shares are fractions of it; `beat_groups` says how its lanes use more beats per cycle). Each operator pays the lane's pipeline latency and the MMU's
-    access latency at the loads the GPU and the operator offer; each layer pays two inter-PNM all-reduces
-    (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own).
+    shares are fractions of it; `beat_groups` says how its lanes use more beats per cycle). Each operator pays
+    the lane's pipeline latency and the MMU's access latency at the loads the GPU and the operator offer; each
+    layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced
+    by `perf`, as the GPUs' own).
 
     The vector unit (`vector`, §4.2) runs norms, residual adds, softmax, activations and the FlashDecoding merge
     (`sysmodel.vector_work`): the online softmax streams beside the attention operator and the activation beside

@@ -66,7 +66,8 @@ class PIMExecution:
             flops, nbytes = flops + op.flops, nbytes + op_bytes
         layers, tp = self.shard.model.layers, self.shard.tp
         seconds *= layers
-        return Cost(seconds, layers * flops * tp, layers * nbytes * tp, 0.0, nbytes * layers / stacks / (seconds * byte_rate))
+        offered = nbytes * layers / stacks / (seconds * byte_rate)      # of the PIM's own internal bandwidth
+        return Cost(seconds, layers * flops * tp, layers * nbytes * tp, 0.0, offered)
 
 
 @dataclass(frozen=True)

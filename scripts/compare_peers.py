@@ -26,9 +26,9 @@ splitwise-sim configuration without its Ray launcher; it also prints every peer 
         output_dir=DIR/W.D <the overrides of D>
     python scripts/compare_peers.py --end-to-end DIR
 
-replays `DIR/W.jsonl` through the same deployment in `basedie` under each `--perf-model` and prints p50/p90 TTFT,
-TPOT and E2E beside each peer's (every peer whose output is in DIR), with TPOT as both peers define it: (last
-token − first token) / output tokens.
+replays `DIR/W.jsonl` through the same deployment in `basedie` under each `--perf-model` (and each
+`--iteration-overhead SECONDS` given, besides none) and prints p50/p90 TTFT, TPOT and E2E beside each peer's (every
+peer whose output is in DIR), with TPOT as both peers define it: (last token − first token) / output tokens.
 """
 import argparse
 import csv
@@ -226,15 +226,17 @@ def peer_commands(folder: Path) -> list[str]:
     return lines
 
 
-def ours_latencies(peer: Peer, trace: Path, perf: str) -> dict[str, np.ndarray]:
-    """Seconds per request of the same trace through our deployment, TPOT as the peers define it."""
+def ours_latencies(peer: Peer, trace: Path, perf: str, overhead_s: float = 0.0) -> dict[str, np.ndarray]:
+    """Seconds per request of the same trace through our deployment, TPOT as the peers define it; `overhead_s`:
+    the host time every GPU iteration adds (`--iteration-overhead`)."""
     from sysmodel.simulate import SimulationConfig, simulate
     from sysmodel.traces import Trace
 
     hardware = replace(PRESETS[peer.hardware], gpus=peer.gpus)
     result = simulate(SimulationConfig(system=peer.system, model=peer.model, workload=Trace(str(trace)),
                                        hardware=hardware, max_batch=512,
-                                       chunk_tokens=peer.chunk_tokens, perf_model=perf))
+                                       chunk_tokens=peer.chunk_tokens, perf_model=perf,
+                                       iteration_overhead_s=overhead_s))
     return {"ttft": np.array([r["ttft_s"] for r in result.rows]),
             "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows]),
             "e2e": np.array([r["e2e_s"] for r in result.rows])}
@@ -248,10 +250,11 @@ def percentiles(latencies: dict[str, np.ndarray]) -> dict[tuple[str, int], float
     return {(key, q): float(np.percentile(latencies[key], q)) for key, q in METRICS}
 
 
-def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS)) -> list[dict]:
-    """ours / theirs at p50 and p90 of each metric, per peer output found in `folder`, workload and perf model."""
+def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS), overheads=(0.0,)) -> list[dict]:
+    """ours / theirs at p50 and p90 of each metric, per peer output found in `folder`, workload, perf model and
+    per-iteration host overhead (seconds)."""
     rows = []
-    print(f"{'peer':27s} {'workload':10s} {'perf model':19s} "
+    print(f"{'peer':27s} {'workload':10s} {'perf model':19s} {'overhead':>8s} "
           + " ".join(f"{k.upper() + ' p' + str(q):>20s}" for k, q in METRICS))
     for peer_name in peers:
         peer = PEERS[peer_name]
@@ -260,9 +263,9 @@ def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS)) -> lis
             if not path.exists():
                 continue
             theirs = percentiles(peer.read(path))
-            for perf in perf_models:
-                ours = percentiles(ours_latencies(peer, folder / f"{name}.jsonl", perf))
-                row = {"peer": peer_name, "workload": name, "perf_model": perf}
+            for perf, overhead in ((perf, overhead) for perf in perf_models for overhead in overheads):
+                ours = percentiles(ours_latencies(peer, folder / f"{name}.jsonl", perf, overhead))
+                row = {"peer": peer_name, "workload": name, "perf_model": perf, "iteration_overhead_s": overhead}
                 cells = []
                 for key, q in METRICS:
                     a, b = ours[key, q], theirs[key, q]
@@ -270,7 +273,7 @@ def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS)) -> lis
                     row[f"{key}_p{q}_ratio"] = round(a / b, 3)
                     cells.append(f"{a * 1e3:7.1f}/{b * 1e3:7.1f}={a / b:4.2f}")
                 rows.append(row)
-                print(f"{peer_name:27s} {name:10s} {perf:19s} " + " ".join(cells))
+                print(f"{peer_name:27s} {name:10s} {perf:19s} {overhead * 1e3:6.1f}ms " + " ".join(cells))
     print("cells: ours ms / theirs ms = ratio")
     return rows
 
@@ -284,12 +287,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--end-to-end", type=Path, metavar="DIR",
                         help="compare with the peers' per-request latencies found in DIR")
     parser.add_argument("--peer", action="append", choices=PEERS, help="with --end-to-end: only these peers")
+    parser.add_argument("--iteration-overhead", action="append", type=float, metavar="SECONDS",
+                        help="with --end-to-end: also run ours with this host time per GPU iteration, beside "
+                             "none (repeatable)")
     args = parser.parse_args(argv)
     if args.write_workloads:
         write_workloads(args.write_workloads)
         print("\n".join(peer_commands(args.write_workloads)))
     if args.end_to_end:
-        rows = end_to_end(args.end_to_end, peers=args.peer or tuple(PEERS))
+        overheads = tuple(dict.fromkeys((0.0, *(args.iteration_overhead or ()))))
+        if not all(np.isfinite(overheads)) or min(overheads) < 0:
+            parser.error(f"--iteration-overhead must be finite seconds >= 0, got {', '.join(map(str, overheads))}")
+        rows = end_to_end(args.end_to_end, peers=args.peer or tuple(PEERS), overheads=overheads)
         if args.csv and rows:
             with open(args.csv, "w", newline="") as stream:
                 writer = csv.DictWriter(stream, fieldnames=list(rows[0]))

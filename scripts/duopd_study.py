@@ -1,4 +1,4 @@
-"""Regenerate the DuoPD paper's studies (§4.3 Fig. 9, §6.2–6.7 Figs. 11, 12, 14, 15, 16) with `sysmodel`, and
+"""Regenerate the DuoPD paper's studies (§4.3 Fig. 9, §6.2–6.7 Figs. 11, 12, 13, 14, 15, 16) with `sysmodel`, and
 put our figure next to the paper's for every headline claim.
 
     python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
@@ -62,6 +62,13 @@ FIG14_MAX_LOAD = 0.5
 # 16. Prefill-bound: each answer is decoded before the next prompt is prefilled, so decode batches stay near 1
 # (`decode_batch_mean`).
 FIG15_WORKLOAD = FixedBatch(requests=32, input_len=16384, output_len=128)
+# Fig. 13 (§6.4): the paper names its workloads prefill- and decode-heavy without their lengths; §6.2 calls
+# L_o = 32 prefill-heavy and L_o = 512 its long outputs, so those two, at the middle input of §6.1's 8K–32K.
+# Systems: PD 1:1 on GPUs (the normalization), on bank-level PIM and on Duplex, DuoPD and the 4x variants.
+FIG13_INPUT = 16384
+FIG13_WORKLOADS = (("prefill-heavy", 32), ("decode-heavy", 512))
+FIG13_SYSTEMS = ("pd-1:1", "pd-1:1-pim", "pd-1:1-duplex", "pd-1:1-duplex-4x-compute", "duopd", "duopd-4x-bw",
+                 "duopd-4x-bw-4x-compute")
 # Fig. 16: GPT3-175B, one batch of 16 requests per output length (§6.7).
 FIG16_OUTPUTS = (32, 128, 512)
 FIG16_INPUT, FIG16_REQUESTS = 16384, 16
@@ -271,6 +278,29 @@ def latency_plot(path: Path, rows: Sequence[dict], models: Sequence[str], system
     fig.savefig(path, dpi=110)
 
 
+def normalized_bars(path: Path, rps: dict, cells: list[tuple], systems: Sequence[str], tick: Callable[[tuple], str],
+                    what: str, width_in: float, legend: tuple[int, int]) -> None:
+    """One panel per model: each system's requests/s over PD 1:1's in every cell (`rps` keyed by (model, system,
+    *cell)); an impossible run is marked ×. `legend` is (font size, columns)."""
+    fig = Figure(figsize=(width_in, 3.2 * len(MODELS)))
+    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(systems)
+    for ax, model in zip(axes, MODELS):
+        for n, system in enumerate(systems):
+            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
+            x = np.arange(len(cells)) + n * width
+            ax.bar(x, np.nan_to_num(heights), width, label=system)
+            for xi, h in zip(x, heights):
+                if not math.isfinite(h):
+                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
+        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2, [tick(c) for c in cells], fontsize=7)
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set(title=f"{model}: throughput normalized to PD 1:1 ({what})", ylabel="normalized requests/s")
+        ax.legend(fontsize=legend[0], ncol=legend[1])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def fig11(scale: Scale, out: Path) -> list[Claim]:
     """Throughput (requests/s) of every system per model, input, output and batch; normalized to PD 1:1."""
     grid = list(product(MODELS, scale.inputs, scale.outputs, scale.batches))
@@ -283,26 +313,9 @@ def fig11(scale: Scale, out: Path) -> list[Claim]:
                 decode_batch_mean=mean_decode_batch(r)) for k, r in runs.items()]
     write_csv(out / "fig11.csv", rows)
 
-    fig = Figure(figsize=(max(8, 0.9 * len(grid) / len(MODELS)), 3.2 * len(MODELS)))
-    axes = fig.subplots(len(MODELS), 1, squeeze=False)[:, 0]
-    width = 0.8 / len(COMPARED)
-    for ax, model in zip(axes, MODELS):
-        cells = [(i, o, b) for m, i, o, b in grid if m == model]
-        for n, system in enumerate(COMPARED):
-            heights = [rps[(model, system, *c)] / rps[(model, "pd-1:1", *c)] for c in cells]
-            x = np.arange(len(cells)) + n * width
-            ax.bar(x, np.nan_to_num(heights), width, label=system)
-            for xi, h in zip(x, heights):
-                if not math.isfinite(h):
-                    ax.text(xi, 0.02, "×", ha="center", color="red")     # impossible configuration
-        ax.set_xticks(np.arange(len(cells)) + 0.4 - width / 2,
-                      [f"{i // 1024}K/{o}\nB{b}" for i, o, b in cells], fontsize=7)
-        ax.axhline(1.0, color="grey", lw=0.5)
-        ax.set(title=f"{model}: throughput normalized to PD 1:1 (input/output, batch; × impossible)",
-               ylabel="normalized requests/s")
-        ax.legend(fontsize=7, ncol=len(COMPARED))
-    fig.tight_layout()
-    fig.savefig(out / "fig11.png", dpi=110)
+    normalized_bars(out / "fig11.png", rps, list(product(scale.inputs, scale.outputs, scale.batches)), COMPARED,
+                    lambda cell: f"{cell[0] // 1024}K/{cell[1]}\nB{cell[2]}", "input/output, batch; × impossible",
+                    max(8, 0.9 * len(grid) / len(MODELS)), legend=(7, len(COMPARED)))
 
     speedup = {(m, s, i, o, b): rps[(m, "duopd", i, o, b)] / rps[(m, s, i, o, b)]
                for m, i, o, b in grid for s in BASELINES}
@@ -585,8 +598,54 @@ def fig16(scale: Scale, out: Path) -> list[Claim]:
     return claims
 
 
+def fig13(scale: Scale, out: Path) -> list[Claim]:
+    """Throughput of DuoPD, PD 1:1 on GPUs, on bank-level PIM and on Duplex, and the 4x variants (§6.4), per model,
+    workload and batch; normalized to PD 1:1 on GPUs."""
+    grid = list(product(MODELS, FIG13_WORKLOADS, scale.batches))
+    configs = {(m, s, w, b): SimulationConfig(system=s, model=m, workload=FixedBatch(b, FIG13_INPUT, o), max_batch=b)
+               for (m, (w, o), b), s in product(grid, FIG13_SYSTEMS)}
+    prefetch(configs.values())
+    runs = {k: run(c) for k, c in configs.items()}
+    rps = {k: metric(r, "throughput", "requests_per_s") for k, r in runs.items()}
+    rows = [row(r, figure="fig13", workload_kind=k[2], requests_per_s=rps[k],
+                normalized_to_pd_1_1=rps[k] / rps[(k[0], "pd-1:1", *k[2:])], decode_batch_mean=mean_decode_batch(r))
+            for k, r in runs.items()]
+    write_csv(out / "fig13.csv", rows)
+
+    normalized_bars(out / "fig13.png", rps, list(product((w for w, _ in FIG13_WORKLOADS), scale.batches)),
+                    FIG13_SYSTEMS, lambda cell: f"{cell[0]}\nB{cell[1]}", "workload, batch; × impossible",
+                    max(8, 1.2 * len(grid) / len(MODELS)), legend=(6, 4))
+
+    def best(numerator: str, denominator: str, models: Sequence[str] = MODELS,
+             kinds: Sequence[str] = ("prefill-heavy", "decode-heavy")) -> tuple[float, str]:
+        ratios = {(m, w, b): rps[(m, numerator, w, b)] / rps[(m, denominator, w, b)]
+                  for m, (w, _), b in grid if m in models and w in kinds}
+        key, value = extreme(ratios)
+        where = "none possible" if key is None else f"{key[0]}, {key[1]}, batch {key[2]}"
+        return value, f"fig13.csv: {numerator} ÷ {denominator}, {where}"
+
+    dense = [m for m in MODELS if m != "Qwen3-235B-A22B"]
+    rows = (("DuoPD over PD 1:1 on PIM, prefill-heavy, max", 1.82, ("duopd", "pd-1:1-pim", MODELS, ("prefill-heavy",))),
+            ("DuoPD over PD 1:1 on Duplex, prefill-heavy, max", 1.82,
+             ("duopd", "pd-1:1-duplex", MODELS, ("prefill-heavy",))),
+            ("PD 1:1 on PIM over PD 1:1 on GPUs, GPT3-175B decode-heavy, max", 1.26,
+             ("pd-1:1-pim", "pd-1:1", ("GPT3-175B",), ("decode-heavy",))),
+            ("DuoPD over PD 1:1 on PIM, decode-heavy, max", 1.80, ("duopd", "pd-1:1-pim", MODELS, ("decode-heavy",))),
+            ("DuoPD over PD 1:1 on Duplex, dense models, decode-heavy, max", 1.49,
+             ("duopd", "pd-1:1-duplex", dense, ("decode-heavy",))),
+            ("PD 1:1 on Duplex over DuoPD, Qwen3-235B-A22B (MoE), decode-heavy, max", 1.09,
+             ("pd-1:1-duplex", "duopd", ("Qwen3-235B-A22B",), ("decode-heavy",))),
+            ("DuoPD (4x BW + 4x compute) over PD 1:1 on Duplex (4x compute), max", 2.18,
+             ("duopd-4x-bw-4x-compute", "pd-1:1-duplex-4x-compute", MODELS, ("prefill-heavy", "decode-heavy"))))
+    claims = []
+    for text, paper, args in rows:
+        value, where = best(*args)
+        claims.append(Claim("13", text, paper, value, "ratio", where))
+    return claims
+
+
 FIGURES: dict[str, Callable[[Scale, Path], list[Claim]]] = {
-    "fig11": fig11, "fig12": fig12, "fig9": fig9, "fig14": fig14, "fig15": fig15, "fig16": fig16}
+    "fig11": fig11, "fig12": fig12, "fig9": fig9, "fig13": fig13, "fig14": fig14, "fig15": fig15, "fig16": fig16}
 
 
 def deviation_text(claim: Claim) -> str:

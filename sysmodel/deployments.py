@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import ClassVar
 
+from . import offload  # noqa: F401  (registers the Fig. 13 PIM and Duplex systems in SYSTEMS)
 from .engine import Request
 from .errors import ConfigError, require
 from .operators import Shard

@@ -132,7 +132,14 @@ class PNMFigures:
     """Every hardware number of the PNM's compute, from the verified entries `hardware.pnm` names: the lane of
     `hardware.pnm.lane_width` (its latency, its measured MACs per cycle, which include its width, and its design
     clock) and an array of `lanes` lanes at that clock (the proof that so many lanes run in lockstep on one
-    broadcast operand; its own width may be narrower, as Amaranth cannot build a full-width array's ports)."""
+    broadcast operand; its own width may be narrower, as Amaranth cannot build a full-width array's ports).
+
+    `pnm.arrays` > 1 composes copies of that verified array (DuoPD §6.4's 4× compute) by a rule, not a measurement:
+    the copies share nothing but where their operand beats come from, each keeps the array's verified initiation
+    interval (1) and latency, so the whole takes a beat per cycle into every copy (all of them one broadcast beat,
+    or with a wider read path each its own, `beat_groups`) and its lanes are the copies' lanes together. The
+    verified 2- and 16-lane arrays both run at an initiation interval of 1 with one operand pair per cycle, their
+    latencies set by the sublane width, not the lane count."""
     lanes: int
     clock_hz: float              # the lane's design clock (`design_clock_hz`), not the bench's time step
     latency_cycles: int
@@ -141,7 +148,7 @@ class PNMFigures:
     @classmethod
     def from_verified(cls, table: VerifiedBlocks, pnm: PNMArray) -> "PNMFigures":
         lane, array = pnm_entries(table, pnm)
-        return cls(int(array.params["lanes"]), float(lane.params["design_clock_hz"]),
+        return cls(int(array.params["lanes"]) * pnm.arrays, float(lane.params["design_clock_hz"]),
                    int(lane.figures["latency_cycles"]), float(lane.figures["macs_per_cycle"]))
 
 
@@ -244,6 +251,25 @@ class LinearChain(NamedTuple):
         return stream, latency
 
 
+def beat_groups(lanes: int, bandwidth_multiple: float) -> tuple[int, ...]:
+    """How the lanes may split into broadcast groups: a read path of `bandwidth_multiple` × the stack's delivers
+    that many beats per cycle, and `g` groups of `lanes / g` lanes each take their own beat (g divides the lanes,
+    g ≤ the multiple). One group (the paper's PNM, §4.2) broadcasts every beat to all lanes. The split is our
+    reading of a wider PNM (DuoPD §6.4 gives no microarchitecture for it); each group is the verified array's
+    structure with fewer lanes."""
+    return tuple(g for g in range(1, int(bandwidth_multiple) + 1) if lanes % g == 0)
+
+
+def array_passes(rows, elements, lanes: int, groups: tuple[int, ...], smaller=min):
+    """Lane-beats of an operator whose `elements` each serve `rows` rows: with `g` groups, each beat serves up to
+    lanes / g rows (more take more passes) and the groups share the elements; the fastest split is taken."""
+    best = None
+    for g in groups:
+        cycles = -(-rows // (lanes // g)) * elements / g
+        best = cycles if best is None else smaller(best, cycles)
+    return best
+
+
 @dataclass(frozen=True)
 class PNMExecution:
     """DuoPD decoding on the PNMs of `shard.tp` GPUs (one PNM per stack), paper §4.2 and §5.
@@ -254,9 +280,11 @@ class PNMExecution:
     weight beat serves up to `lanes` token rows (the sequences, or for an expert the tokens routed to it)
     and a key/value beat up to `lanes` query heads of a GQA group; the rows an operand serves are its
     FLOPs / (2 × its elements), and more rows than lanes take more passes. The memory side moves the PNM's bytes
-    at its share of the stack's bandwidth. Each operator pays the lane's pipeline latency and the MMU's
-    access latency at the loads the GPU and the operator offer; each layer pays two inter-PNM all-reduces
-    (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced by `perf`, as the GPUs' own).
+    at its share of its read path: the stack's bandwidth × `pnm.bandwidth_multiple` (a wider path's loads and
+    shares are fractions of it; `beat_groups` says how its lanes use more beats per cycle). Each operator pays
+    the lane's pipeline latency and the MMU's access latency at the loads the GPU and the operator offer; each
+    layer pays two inter-PNM all-reduces (§5.2) and the GPU-level tensor-parallel all-reduces over NVLink (priced
+    by `perf`, as the GPUs' own).
 
     The vector unit (`vector`, §4.2) runs norms, residual adds, softmax, activations and the FlashDecoding merge
     (`sysmodel.vector_work`): the online softmax streams beside the attention operator and the activation beside
@@ -270,6 +298,9 @@ class PNMExecution:
     perf: PerfModel = ROOFLINE
     vector: VectorFigures | None = None
     dequant: "StackDequant | None" = None    # quantized weights, read through the stack's DQBs (`base_die`)
+    # False: the PNMs run only the operators of `shard` (offloaded from a GPU decode instance, `sysmodel.offload`);
+    # the GPUs run the norms, residual adds and the head, so the vector unit's chains beside those do not apply.
+    whole_decode: bool = True
 
     @cached_property
     def _vector_chains(self) -> tuple[LinearChain, LinearChain, dict[str, LinearChain]]:
@@ -292,12 +323,14 @@ class PNMExecution:
         share its own offered load obtains."""
         hw, shard, lane = self.hardware, self.shard, self.figures
         stacks = hw.gpu.stacks
-        stack_bandwidth = hw.gpu.stack.bandwidth
+        stack_bandwidth = hw.gpu.stack.bandwidth * hw.pnm.bandwidth_multiple     # the PNM's own read path
         byte_rate = stack_bandwidth * bandwidth_scale
         dequant = self.dequant
         fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
         gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
+        smaller = np.minimum if larger is np.maximum else min
+        groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)
         serial, final, beside = self._vector_chains if self.vector else (None, None, {})
 
         def seconds_of(ops, overlapped: dict[str, LinearChain]) -> tuple[float, float]:
@@ -306,8 +339,8 @@ class PNMExecution:
                 elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
                 if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
                     continue
-                passes = -(-(op.flops / (2 * elements)) // lane.lanes)
-                compute_s = passes * elements / stacks / lane.macs_per_cycle / lane.clock_hz
+                compute_s = array_passes(op.flops / (2 * elements), elements, lane.lanes, groups, smaller) \
+                    / stacks / lane.macs_per_cycle / lane.clock_hz
                 if dequant is None:
                     nbytes = elements * BYTES_PER_VALUE / stacks
                 else:     # the lanes still take FP16, delivered by the DQBs from the stored bytes
@@ -332,7 +365,7 @@ class PNMExecution:
         layer, head = shard.layer_ops(work), shard.head_ops(work)
         layer_s, layer_bytes = seconds_of(layer, beside)
         head_s, head_bytes = seconds_of(head, {})
-        if self.vector:
+        if self.vector and self.whole_decode:
             layer_s += sum(serial(work))
             head_s += sum(final(work))
         reduce_bytes = shard.all_reduce_bytes(work)
@@ -344,4 +377,4 @@ class PNMExecution:
         hbm_per_stack = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
         return Cost(seconds, flops * shard.tp, hbm_per_stack * stacks * shard.tp, link * shard.tp,
-                    hbm_per_stack / (seconds * hw.gpu.stack.bandwidth))
+                    hbm_per_stack / (seconds * stack_bandwidth))

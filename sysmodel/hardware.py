@@ -84,6 +84,59 @@ class PNMArray:
     vector_width: int            # the vector unit's lanes, a power of two
     power_w: float               # per stack
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
+    # The PNM's read bandwidth over its stack's (1: DuoPD's shared TSVs, §4.3); Duplex adds TSVs for 4× (DuoPD §3.3,
+    # §6.4, [Yun et al., 2024]). The GPU keeps the stack's bandwidth; `PNMExecution` reads at this multiple.
+    bandwidth_multiple: float = 1.0
+    # Copies of the verified array of `lanes` lanes per stack, side by side (DuoPD §6.4's "4× compute": four). The
+    # composition rule is `PNMFigures`'; a verified array of arrays × lanes lanes would replace it.
+    arrays: int = 1
+
+
+@dataclass(frozen=True)
+class PNMScale:
+    """A what-if PNM of DuoPD §6.4: `bandwidth` × its read bandwidth (extra TSVs, which draw `tsv_power_w` more per
+    stack) and `compute` × its arrays: copies of the verified array, composed by `PNMFigures`' rule, never a
+    multiplier on the figures of one lane."""
+    bandwidth: float = 1.0
+    compute: int = 1
+    tsv_power_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(self.bandwidth > 0 and self.compute >= 1 and self.tsv_power_w >= 0,
+                "PNM scale: bandwidth must be > 0, compute >= 1 and TSV power >= 0")
+
+    def apply(self, hardware: "Hardware") -> "Hardware":
+        pnm = hardware.pnm
+        return replace(hardware, pnm=replace(pnm, bandwidth_multiple=pnm.bandwidth_multiple * self.bandwidth,
+                                             arrays=pnm.arrays * self.compute, power_w=pnm.power_w + self.tsv_power_w))
+
+
+# Duplex's PNM against the paper's (DuoPD §3.3, §6.4, [Yun et al., 2024]): 4× the internal bandwidth through extra
+# TSVs, whose I/O raises a stack's power from 41.6 W to 100.48 W under HBM4 [Adhinarayanan et al., 2025]: 58.88 W
+# more per stack. Its compute is the paper's PNM's: §3.3 limits Duplex to 4 Op/B on HBM4, i.e. 4 × (4 × 2 TB/s) =
+# 32 TFLOPS per stack, the 16-lane array of §6.1. "4× compute" is four such arrays (§6.4).
+DUPLEX_BANDWIDTH = PNMScale(bandwidth=4.0, tsv_power_w=100.48 - 41.6)
+DUPLEX_BANDWIDTH_COMPUTE = replace(DUPLEX_BANDWIDTH, compute=4)
+
+
+@dataclass(frozen=True)
+class BankPIM:
+    """Bank-level processing-in-memory on every HBM stack (DuoPD §6.4: [Heo et al., 2024; Park et al., 2024]): a
+    processing unit per bank reads its bank's rows, so the stack's internal bandwidth is `bandwidth_multiple` × its
+    external one, and the units compute `flops_per_byte` FLOPs per byte they read. The units take DRAM area, so the
+    stack holds `capacity_fraction` of its capacity."""
+    bandwidth_multiple: float
+    flops_per_byte: float
+    capacity_fraction: float
+
+
+# AttAcc's own simulator (github.com/scale-snu/attacc_simulator, src/config.py, Park et al., 2024): bank-level PIM
+# (`PIMType.BA`, its default `--pim bank`, no power limit) has an internal bandwidth of rank × bank group × bank
+# / tCCD = 2 × 4 × 4 / 2 = 16 × the stack's, and `FLOPS_PER_HBM = MEM_BW_PER_HBM × opb` with opb = 1 FLOP per byte
+# (make_pim_config's default): per bank, one FP16 MAC every 2 bytes it reads. No HBM4 PIM is published; we keep
+# AttAcc's ratios on the HBM4 stack. Capacity: 50 % (DuoPD §6.4, from HBM-PIM's 25 % area overhead [Lee et al.,
+# 2021]).
+ATTACC_BANK_PIM = BankPIM(bandwidth_multiple=16.0, flops_per_byte=1.0, capacity_fraction=0.5)
 
 
 @dataclass(frozen=True)
@@ -122,6 +175,7 @@ class Hardware:
     # Fraction of HBM energy saved when decode data flows TSV → PNM instead of through the interposer
     # (paper §6.7, conservatively 7 % [Adhinarayanan et al., 2025]).
     pnm_hbm_energy_saving: float = 0.07
+    pim: BankPIM = ATTACC_BANK_PIM       # read by the bank-level PIM system (`pd-1:1-pim`) only
 
     def __post_init__(self) -> None:
         require(self.gpus >= 1, "hardware: gpus must be >= 1")
@@ -132,13 +186,18 @@ class Hardware:
         require(self.gpus_per_server >= 1, "hardware: gpus_per_server must be >= 1")
         require(min(self.link.hop_latency_s, self.network.hop_latency_s if self.network else 0) >= 0,
                 "hardware: link latencies must be >= 0")
-        require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
+        require(self.pnm.lanes >= 1 and self.pnm.arrays >= 1 and self.pnm.clock_hz > 0,
+                "hardware: PNM lanes, arrays and clock must be > 0")
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
                 "hardware: memory controller request size and ports must be > 0")
         require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
+        require(self.pnm.bandwidth_multiple > 0, "hardware: pnm.bandwidth_multiple must be > 0")
+        require(min(self.pim.bandwidth_multiple, self.pim.flops_per_byte) > 0,
+                "hardware: pim.bandwidth_multiple and pim.flops_per_byte must be > 0")
+        require(0 < self.pim.capacity_fraction <= 1, "hardware: pim.capacity_fraction must be in (0, 1]")
 
 
 # The paper's GPU (§6.1): GB300-class, 2.5 PFLOPS dense FP16 [NVIDIA, 2025a: GB300 NVL72 datasheet,

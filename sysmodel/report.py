@@ -173,7 +173,7 @@ def _workload(config: dict) -> str:
 def format_summary(result: Result) -> str:
     """One two-column table of the headline metrics in human units."""
     c, s = result.config, result.summary
-    system = c["system"] + (f" (MMU policy {c['mmu_policy']})" if c["system"] == "duopd" else "")
+    system = c["system"] + (f" (MMU policy {c['mmu_policy']})" if c["mmu_policy"] else "")
     if c["chunk_tokens"] is not None:
         system += f" ({c['chunk_tokens']}-token chunks)"
     rows = [

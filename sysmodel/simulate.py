@@ -72,7 +72,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "mmu_policy": config.mmu_policy if "mmu_policy" in spec.options else None,
         "chunk_tokens": setting.chunk if "chunk_tokens" in spec.options else None,
         "quantization": asdict(config.quantization),
-        "verified_blocks": _used_figures(setting, config.system),
+        "verified_blocks": _used_figures(setting),
         "memory": asdict(layout) if layout is not None else "hbm",
         "shared_prefix_tokens": config.shared_prefix_tokens,
     }
@@ -190,13 +190,14 @@ def _plain(value):
     return repr(value)
 
 
-def _used_figures(setting: Setting, system: str) -> dict:
-    """Provenance of the verified figures a run rests on: DuoPD's lane, array, vector unit (and the adder that
-    scales its reduction tree) and MMU, the DQB's for quantized weights."""
+def _used_figures(setting: Setting) -> dict:
+    """Provenance of the verified figures a run rests on: the PNM's lane, array, vector unit (and the adder that
+    scales its reduction tree) and MMU on the systems that run one, the DQB's for quantized weights."""
     used = []
-    if system == "duopd":
-        lane, array = pnm_entries(setting.table, setting.hardware.pnm)
-        vector, adder = vector_entries(setting.table, setting.hardware.pnm)
+    pnm = setting.spec.pnm_hardware(setting.hardware)
+    if pnm is not None:
+        lane, array = pnm_entries(setting.table, pnm.pnm)
+        vector, adder = vector_entries(setting.table, pnm.pnm)
         used += [("pnm_lane", lane), ("pnm_array", array), ("pnm_vector", vector),
                  ("mmu", setting.table.entry("mmu", out_of_order=False))]
         used += [("fp32_add", adder)] if adder else []

@@ -9,6 +9,8 @@ The registry `SYSTEMS` (every name, its spec and a line of help; a new system is
 - `chunked`: one instance mixing prompt chunks (1K tokens dense, 4K MoE) with decoding.
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
+- `duopd-4x-bw`, `duopd-4x-bw-4x-compute`: DuoPD with Duplex's 4× PNM read bandwidth, and four arrays (§6.4); the
+  PIM and Duplex baselines inside PD 1:1 are registered by `sysmodel.offload`.
 
 Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the
 weights take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`)
@@ -26,7 +28,7 @@ from .base_die import StackDequant
 from .engine import EventLoop, Request
 from .errors import ConfigError, require
 from .execution import GPUExecution, PNMExecution, PNMFigures, VectorFigures
-from .hardware import Hardware
+from .hardware import DUPLEX_BANDWIDTH, DUPLEX_BANDWIDTH_COMPUTE, Hardware, PNMScale
 from .hbf.layout import Layout
 from .hbf.service import HBFPort, HBFTier, PortPower
 from .llm import LLM
@@ -53,6 +55,10 @@ class System:
         """Wire the system's servers on `setting` into `built` (its `submit` and accounts)."""
         raise NotImplementedError
 
+    def pnm_hardware(self, hardware: Hardware) -> Hardware | None:
+        """The machine whose PNMs the system decodes on (their verified figures are the run's), None: no PNM."""
+        return None
+
 
 @dataclass(frozen=True)
 class Disaggregated(System):
@@ -66,6 +72,12 @@ class Disaggregated(System):
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _disaggregated(self, setting, built)
 
+    def decoder(self, setting: "Setting", built: "ServingSystem", shard: Shard, name: str):
+        """A decode instance's executor, KV pool and busy power: its GPUs alone (`sysmodel.offload` moves
+        operators to near-memory compute)."""
+        power_w = shard.tp * setting.gpu_power_w
+        return tiered_gpu_execution(setting, built, shard), kv_pool(setting, shard, name), power_w
+
 
 @dataclass(frozen=True)
 class SMPartition(System):
@@ -77,13 +89,21 @@ class SMPartition(System):
         _sm_partition(self, setting, built)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DuoPD(System):
+    """`pnm` scales the hardware's PNM: DuoPD (4× BW) and (4× BW + 4× compute) of §6.4."""
     options: ClassVar[frozenset] = frozenset({"mmu_policy", "chunk_tokens"})
     prefill_batches: ClassVar[bool] = True
+    pnm: PNMScale = PNMScale()
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _duopd(self, setting, built)
+
+    def pnm_hardware(self, hardware: Hardware) -> Hardware:
+        return self.pnm.apply(hardware)
+
+    def __repr__(self) -> str:      # the paper's DuoPD keeps its recorded spec, `DuoPD()`
+        return "DuoPD()" if self.pnm == PNMScale() else f"DuoPD(pnm={self.pnm!r})"
 
 
 @dataclass(frozen=True)
@@ -110,6 +130,9 @@ class SingleGPU(System):
 # over 6 GPUs).
 SYSTEMS: Registry[System] = Registry("system")
 SYSTEMS.register("duopd", DuoPD(), "all GPUs prefill in TP; all decoding on the PNMs of their stacks (MMU arbitration)")
+SYSTEMS.register("duopd-4x-bw", DuoPD(DUPLEX_BANDWIDTH), "duopd whose PNMs read at Duplex's 4x bandwidth (§6.4)")
+SYSTEMS.register("duopd-4x-bw-4x-compute", DuoPD(DUPLEX_BANDWIDTH_COMPUTE),
+                 "duopd whose PNMs read at 4x bandwidth with four copies of their lane array (§6.4)")
 SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4), "PD disaggregation: one TP4 prefill + one TP4 decode instance")
 SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2), "PD disaggregation: three TP2 prefill + one TP2 decode instance")
 SYSTEMS.register("chunked", Chunked(), "one instance mixing prompt chunks (1K dense, 4K MoE) with decoding")
@@ -281,7 +304,7 @@ def _colocated(setting: Setting, built: ServingSystem, memory: SharedMemory, pre
 
 
 def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
-    hw = setting.hardware
+    hw = spec.pnm_hardware(setting.hardware)
     shard = Shard(setting.model, hw.gpus)
     quant = setting.config.quantization
     mmu = MMUArbitration.from_verified(setting.table, setting.config.mmu_policy, hw)
@@ -381,14 +404,12 @@ def _disaggregated(spec: Disaggregated, setting: Setting, built: ServingSystem) 
     decode_shard = Shard(model, spec.decode_tp)
     decoders = []
     for index in range(spec.decode_instances):
-        executor = tiered_gpu_execution(decode_setting, built, decode_shard)
+        executor, kv, power_w = spec.decoder(decode_setting, built, decode_shard, f"decode instance {index}")
         decoders.append(attach(executor, DecodeServer(
             loop, f"decode{index}", executor.cost,
             built.account(f"decode instance {index} (TP{spec.decode_tp})", "gpu", spec.decode_tp * dhw.gpu.flops,
-                          spec.decode_tp * dhw.gpu.memory.bandwidth, spec.decode_tp * decode_setting.gpu_power_w,
-                          dhw.gpu.stack.energy_per_byte),
-            kv=kv_pool(decode_setting, decode_shard, f"decode instance {index}"),
-            max_batch=setting.config.max_batch,
+                          spec.decode_tp * dhw.gpu.memory.bandwidth, power_w, dhw.gpu.stack.energy_per_byte),
+            kv=kv, max_batch=setting.config.max_batch,
             finished=built.finished.append)))
     prefill_shard = Shard(model, spec.prefill_tp)
     # KV moves from each prefill GPU to a decode GPU: as many links as the smaller side has GPUs, each the

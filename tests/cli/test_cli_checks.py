@@ -64,7 +64,8 @@ def test_each_bad_option_is_refused_with_its_own_message(extra, message) -> None
 
 
 @pytest.mark.parametrize("system, extra, message", [
-    ("chunked", ["--mmu-policy", "mixed"], "--mmu-policy applies to duopd only, not chunked"),
+    ("chunked", ["--mmu-policy", "mixed"],
+     "--mmu-policy applies to duopd, duopd-4x-bw and duopd-4x-bw-4x-compute only, not chunked"),
     ("pd", ["--prefill-instances", "1", "--prefill-tp", "2", "--decode-instances", "1"],
      "--system pd needs --decode-tp"),
     ("pd", [], "--system pd needs --prefill-instances"),

@@ -284,7 +284,8 @@ BAD_INPUT = [
     (["--length-cv", "0.2"], "--length-cv applies to Poisson arrivals"),
     (["--qps", "5", "--seed", "-1"], "--seed must be >= 0"),
     (["--system", "chunked", "--chunk-tokens", "0"], "chunk size must be >= 1"),
-    (["--system", "chunked", "--mmu-policy", "mixed"], "--mmu-policy applies to duopd only"),
+    (["--system", "chunked", "--mmu-policy", "mixed"],
+     "--mmu-policy applies to duopd, duopd-4x-bw and duopd-4x-bw-4x-compute only"),
     (["--iteration-overhead", "-0.001"], "iteration overhead must be a finite number of seconds >= 0"),
     (["--iteration-overhead", "nan"], "iteration overhead must be a finite number of seconds >= 0"),
 ]

@@ -190,7 +190,8 @@ BAD_SPECS = {
     "unknown hw field": ('[base]\nsystem = "duopd"\nmodel = "LLaMA2-70B"\n[axes]\nhw.pnm.lanez = [1, 2]\n',
                          "hardware has no field 'pnm.lanez'"),
     "a flag the system ignores": ('[base]\nsystem = "pd-1:1"\nmodel = "LLaMA2-70B"\n[axes]\n'
-                                  'mmu-policy = ["mixed"]\n', "--mmu-policy applies to duopd only"),
+                                  'mmu-policy = ["mixed"]\n',
+                                  "--mmu-policy applies to duopd, duopd-4x-bw and duopd-4x-bw-4x-compute only"),
     "list for one value": ('[base]\nsystem = ["duopd"]\nmodel = "LLaMA2-70B"\n[axes]\nqps = [1]\n',
                            "takes one value, not a list"),
 }

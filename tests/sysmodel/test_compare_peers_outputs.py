@@ -74,3 +74,19 @@ def test_peer_commands_read_the_written_files_and_write_where_end_to_end_looks(s
             else:
                 assert any(f"--workload {tmp_path.resolve()}/{name}.json " in x
                            and f"--output-request-latency {expected}" in x for x in lines)
+
+
+def test_end_to_end_runs_ours_with_and_without_the_iteration_overhead(script, tmp_path, capsys) -> None:
+    workloads = {"chat": (20, 2.0, 256, 16)}
+    script.write_workloads(tmp_path, workloads)
+    (tmp_path / script.PEERS["distserve"].output.format(w="chat")).write_text(
+        (SAMPLES / "distserve_request_latency.csv").read_text())
+    rows = script.end_to_end(tmp_path, perf_models=("roofline",), peers=("distserve",), overheads=(0.0, 0.002))
+    assert [r["iteration_overhead_s"] for r in rows] == [0.0, 0.002]
+    plain, charged = rows
+    # every prefill and every decode iteration is 2 ms longer: TTFT grows by at least one iteration's, TPOT (over
+    # ~16 tokens, the first of which is the prefill's) by most of it; the peer's side does not change.
+    assert charged["ttft_p50_ours_ms"] > plain["ttft_p50_ours_ms"] + 1.9
+    assert charged["tpot_p50_ours_ms"] > plain["tpot_p50_ours_ms"] + 1.5
+    assert charged["ttft_p50_theirs_ms"] == plain["ttft_p50_theirs_ms"]
+    assert "2.0ms" in capsys.readouterr().out

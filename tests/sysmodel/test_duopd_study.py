@@ -13,7 +13,7 @@ from tests.sysmodel import pinned
 
 pytestmark = [pinned.xdist_group("duopd_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
 SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
-FIGURES = ("fig11", "fig12", "fig9", "fig14", "fig15", "fig16")
+FIGURES = ("fig11", "fig12", "fig9", "fig13", "fig14", "fig15", "fig16")
 
 
 def load_script():
@@ -45,7 +45,7 @@ def test_every_figure_writes_a_csv_and_a_png(study) -> None:
 def test_headline_tables_carry_the_papers_values_as_stated(study) -> None:
     _, out, printed = study
     rows = read(out / "headline.csv")
-    assert {r["figure"] for r in rows} == {"11", "12", "9", "14", "15", "16"}
+    assert {r["figure"] for r in rows} == {"11", "12", "9", "13", "14", "15", "16"}
     markdown = (out / "headline.md").read_text()
     table = [line for line in markdown.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
     assert len(table) == len(rows)
@@ -55,6 +55,12 @@ def test_headline_tables_carry_the_papers_values_as_stated(study) -> None:
     assert paper["GPT3-175B p50 TBT, prefill-first, batch 16, 16K context (ms)"] == 15.71
     assert paper["end-to-end energy reduction vs PD 1:1, output 512 (%)"] == 37.9
     assert paper["max speed-up over pd-3:1 (all models and configurations)"] == 2.23
+    # §6.4's five Fig. 13 headlines (and PIM's own gain over PD on GPUs).
+    assert paper["DuoPD over PD 1:1 on PIM, prefill-heavy, max"] == 1.82
+    assert paper["DuoPD over PD 1:1 on PIM, decode-heavy, max"] == 1.80
+    assert paper["DuoPD over PD 1:1 on Duplex, dense models, decode-heavy, max"] == 1.49
+    assert paper["PD 1:1 on Duplex over DuoPD, Qwen3-235B-A22B (MoE), decode-heavy, max"] == 1.09
+    assert paper["DuoPD (4x BW + 4x compute) over PD 1:1 on Duplex (4x compute), max"] == 2.18
     # A deviation row states ours ÷ paper (or ours − paper in points) of its own values: GPT3-175B's TBT row.
     tbt = next(r for r in rows if r["claim"].startswith("GPT3-175B p50 TBT"))
     assert tbt["deviation_kind"] == "ours/paper" and f"{float(tbt['deviation']):.2f}x" in markdown
@@ -73,6 +79,23 @@ def test_fig11_covers_the_quick_grid(study) -> None:
         reference = next(float(x["requests_per_s"]) for x in rows if x["system"] == "pd-1:1" and all(
             x[k] == r[k] for k in ("model", "input_len", "output_len", "max_batch")))
         assert float(r["normalized_to_pd_1_1"]) == pytest.approx(float(r["requests_per_s"]) / reference)
+
+
+def test_fig13_covers_its_grid_and_decode_accelerators_matter_only_when_decoding_does(study) -> None:
+    script, out, _ = study
+    rows = read(out / "fig13.csv")
+    seen = {(r["model"], r["system"], r["workload_kind"], int(r["max_batch"])) for r in rows}
+    kinds = [kind for kind, _ in script.FIG13_WORKLOADS]
+    assert seen == set(product(script.MODELS, script.FIG13_SYSTEMS, kinds, script.QUICK.batches))
+    assert len(rows) == len(seen)
+    ratio = {(r["model"], r["system"], r["workload_kind"], r["max_batch"]): float(r["normalized_to_pd_1_1"] or "nan")
+             for r in rows}
+    for (model, system, kind, batch), value in ratio.items():
+        if system.startswith("pd-1:1-") and kind == "prefill-heavy" and math.isfinite(value):
+            # 32 output tokens after a 16K prompt: the decode phase is a sliver of the makespan.
+            assert value == pytest.approx(1.0, abs=0.02), (model, system, batch)
+        if system == "duopd":
+            assert value > 1.0, (model, kind, batch)
 
 
 def test_fig12_ttft_grows_with_qps_for_every_system(study) -> None:

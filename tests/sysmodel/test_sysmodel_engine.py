@@ -18,7 +18,10 @@ from sysmodel.systems import SYSTEMS
 from sysmodel.workload import FixedBatch, PoissonArrivals
 
 # GPUs per instance (the tensor-parallel degree whose KV pool bounds the decode batch) of every system.
-TP = {"duopd": 8, "pd-1:1": 4, "pd-3:1": 2, "chunked": 8, "sm-9:1": 8, "sm-7:3": 8, "sm-5:5": 8, "gpu": 1}
+TP = {"duopd": 8, "pd-1:1": 4, "pd-3:1": 2, "chunked": 8, "sm-9:1": 8, "sm-7:3": 8, "sm-5:5": 8, "gpu": 1,
+      "duopd-4x-bw": 8, "duopd-4x-bw-4x-compute": 8, "pd-1:1-pim": 4, "pd-1:1-duplex": 4, "pd-1:1-duplex-4x-compute": 4}
+# The fraction of its memory the instance that bounds the decode batch keeps (bank-level PIM takes the rest).
+KEPT = {"pd-1:1-pim": PAPER_HARDWARE.pim.capacity_fraction}
 TINY = LLM("tiny", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128, vocab=100, gated_mlp=True)
 
 
@@ -126,7 +129,7 @@ def test_kv_capacity_bounds_the_decode_batch(table, system: str) -> None:
     tp, fit, need = TP[system], 3, 16 + 256
     # Per GPU: the weights and the KV of 3½ requests of 272 tokens, so exactly 3 fit. Decoding is long beside
     # a prefill, so 3 do decode together.
-    capacity = Shard(TINY, tp).weight_bytes + (fit + 0.5) * need * kv_bytes_per_token(tp)
+    capacity = (Shard(TINY, tp).weight_bytes + (fit + 0.5) * need * kv_bytes_per_token(tp)) / KEPT.get(system, 1.0)
     workload = FixedBatch(12, 16, 256)
     limited = simulate(SimulationConfig(system=system, model=TINY, workload=workload,
                                         hardware=hardware_with_gpu_memory(capacity)), table)
@@ -146,7 +149,7 @@ def test_max_batch_bounds_the_decode_batch(table, system: str) -> None:
 @pytest.mark.parametrize("system", list(SYSTEMS))
 def test_a_request_whose_kv_never_fits_is_refused(table, system: str) -> None:
     tp = TP[system]
-    capacity = Shard(TINY, tp).weight_bytes + 1000 * kv_bytes_per_token(tp)     # 1,000 tokens of KV
+    capacity = (Shard(TINY, tp).weight_bytes + 1000 * kv_bytes_per_token(tp)) / KEPT.get(system, 1.0)  # 1,000 tokens
     config = SimulationConfig(system=system, model=TINY, workload=FixedBatch(1, 990, 20),
                               hardware=hardware_with_gpu_memory(capacity))
     # the pool that refuses it first

@@ -288,8 +288,9 @@ def test_a_configuration_refuses_no_batch_and_no_chunk(table) -> None:
 def test_an_unknown_system_is_refused_with_the_known_ones(table) -> None:
     with pytest.raises(ConfigError) as error:
         build("nonesuch", make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
-    assert str(error.value) == ("unknown system 'nonesuch'; choose one of duopd, pd-1:1, pd-3:1, chunked, sm-9:1, "
-                                "sm-7:3, sm-5:5, gpu")
+    assert str(error.value) == ("unknown system 'nonesuch'; choose one of duopd, duopd-4x-bw, duopd-4x-bw-4x-compute, "
+                                "pd-1:1, pd-3:1, chunked, sm-9:1, sm-7:3, sm-5:5, gpu, pd-1:1-pim, pd-1:1-duplex, "
+                                "pd-1:1-duplex-4x-compute")
 
 
 def test_a_kv_cache_in_hbf_is_refused_outside_chunked_and_gpu(table) -> None:

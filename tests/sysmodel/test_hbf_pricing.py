@@ -89,8 +89,9 @@ def test_next_layer_prefetch_hides_what_arrives_within_the_previous_layers_compu
     """Dense weights and KV pages both prefetched (layer l's as layer l-1 starts computing; layer 0's overlaps
     nothing). Iteration 0 (1 ms) prefetches both layers and 2 KV pages: layer 0 is late by its whole read, layer
     1 arrives within 0.5 ms. Iteration 1 (40 us) prefetches both, uses only layer 0's, and writes a page back:
-    layer 1's read overlaps only 20 us (the layer waits for it, no access does). Iteration 2 takes no time and moves nothing. Another port, idle, makes
-    the tier shared: each iteration's load is what it moves over its own time alone."""
+    layer 1's read overlaps only 20 us (the layer waits for it, no access does). Iteration 2 takes no time and
+    moves nothing. Another port, idle, makes the tier shared: each iteration's load is what it moves over its own
+    time alone."""
     _, tier, (a, _) = _tier(NONE, ("a", 1.0, QUIET), ("b", 1.0, QUIET), options=HBFOptions(prefetch="next-layer"))
     tier.package = Scripted([RATE])
     compute = np.array([1e-3, 4e-5, 0.0])

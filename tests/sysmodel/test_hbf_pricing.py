@@ -411,3 +411,22 @@ def test_speculative_prefetch_streams_from_the_iteration_start_and_a_layer_waits
     np.testing.assert_array_equal(arrived, [[0.0, 1.0], [1.0, 1.0]])
     np.testing.assert_allclose(starts[0], [0.0, latency + 150 * us], rtol=1e-12)
     np.testing.assert_allclose(heads[0], [latency, latency + 50 * us], rtol=1e-12)
+
+
+def test_a_speculative_block_reads_neither_the_dropped_prediction_nor_counts_it_waited() -> None:
+    """moe-speculative, one iteration of two layers (100 us of compute each). Layer 0 predicted 2 experts and
+    uses 1: nothing is read when it starts (the stream reaches it after tR), so it waits for its used expert and
+    drops the other unread. Layer 1 predicted nothing and waits for its 1 miss. Two experts read, both waited
+    for; no byte wasted; the dropped expert costs neither media bytes nor HBF energy."""
+    _, tier, (a,) = _moe_tier(("a", 1e-5, QUIET), prefetch="moe-speculative")
+    tier.package = Scripted([RATE])
+    objects = _objects([[2, 0]], [[0, 1]], [[1, 0]], [2], [0])
+    block = a._price(0.0, np.array([200e-6]), np.zeros(1), objects, np.zeros((1, 2)))
+    np.testing.assert_allclose(block.stall, [2 * _layer(EXPERT_BYTES)], rtol=1e-12)
+    counts = dict(zip(ACCESS, block.counts.T.tolist()))
+    pages = EXPERT_BYTES // PAGE_BYTES
+    assert counts["media_reads"] == [2 * pages] and counts["media_reads_waited"] == [2 * pages]
+    assert counts["media_bytes"] == [2 * EXPERT_BYTES] and counts["wasted_prefetch_bytes"] == [0]
+    assert counts["prefetched_in_time"] == [0] and block.fill.tolist() == [2 * EXPERT_BYTES]
+    hbf_energy = 2 * EXPERT_BYTES * tier.tier.energy_per_byte
+    assert block.power[0, 2] * block.busy[0] == pytest.approx(hbf_energy, rel=1e-12)

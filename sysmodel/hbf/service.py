@@ -386,23 +386,28 @@ class HBFTier:
         dropped with it), and the stream goes on with the next layer's."""
         latency = self.tier.latency_s
         count, layers = used.shape
-        start, head, stall = np.zeros(count), np.full(count, latency), np.zeros((count, layers))
+        stall = np.zeros(count)
         arrived, starts, heads = np.empty((count, layers)), np.empty((count, layers)), np.empty((count, layers))
-        for layer in range(layers):
-            size, late = used[:, layer] + unused[:, layer], np.maximum(start - head, 0.0)
-            read = np.minimum(np.multiply(late, rate, out=np.zeros(count), where=late > 0), size)
-            done = np.divide(read, size, out=np.ones(count), where=size > 0)
-            rest = used[:, layer] * (1 - done)
-            end = np.where(rest > 0, np.maximum(start, head) + rest / rate, start)
-            need = demand[:, layer]
-            end = np.where(need > 0, np.maximum(end, start + latency) + need / rate, end)
-            stall[:, layer] = end - start
-            starts[:, layer], heads[:, layer], arrived[:, layer] = start, head, done
-            # The stream resumes after the layer's own reads: with the next layer's prefetch when it was cut, or
-            # where it had got to (shifted by the pause) when it had read the whole prefetch.
-            head = np.where(read < size, np.maximum(end, head), head + size / rate + stall[:, layer])
-            start = end + compute[:, layer]
-        return stall.sum(axis=1), arrived, starts, heads
+        # Plain floats, iteration by iteration and layer by layer: most blocks hold one iteration, where numpy's
+        # per-call cost dominates.
+        for i, (r, rows) in enumerate(zip(rate.tolist(), zip(*(a.tolist() for a in (used, unused, demand, compute))))):
+            r = r if r > 0 else math.inf        # served at rate 0 (Severe, Shutdown): the wait was for cooling
+            start, head = 0.0, latency
+            for layer, (u, x, d, c) in enumerate(zip(*rows)):
+                size = u + x
+                read = min((start - head) * r, size) if start > head else 0.0
+                done = read / size if size > 0 else 1.0
+                rest = u * (1 - done)
+                end = max(start, head) + rest / r if rest > 0 else start
+                if d > 0:
+                    end = max(end, start + latency) + d / r
+                arrived[i, layer], starts[i, layer], heads[i, layer] = done, start, head
+                stall[i] += end - start
+                # The stream resumes after the layer's own reads: with the next layer's prefetch when it was cut,
+                # or where it had got to (shifted by the pause) when it had read the whole prefetch.
+                head = max(end, head) if read < size else head + size / r + (end - start)
+                start = end + c
+        return stall, arrived, starts, heads
 
     # ----- results ----------------------------------------------------------------------------------------
     def summary(self) -> dict:

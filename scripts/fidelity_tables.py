@@ -40,13 +40,21 @@ A kernel nobody published timings of (AWQ-v2, INT8 GPTQ) is refused under `measu
 ## HBF: the inputs the paper gives, and the prefetch trace
 
 The HBFSim paper states no thermal resistance, capacitance or die power: §6.3 reports the limit powers as
-results of its reconstructed operator and one measured air-cooled board. Our package constants stay assumptions
-for a liquid-cooled 1.4 kW package; the table shows the resistances the paper's limits would need and what the
-paper's own board implies. The thermal model is checked against Kirchhoff's laws and an independent RK4
-integration (`tests/sysmodel/test_hbf_thermal_reference.py`, 1e-9 K and 1e-6 K). `build/study/hbf/item6_trace.csv`
-traces one decode iteration of speculative prefetch layer by layer: the experts prefetched (last iteration's),
-those used, the prefetch's read time against the compute it overlaps, and the part that arrived in time.
+results of its reconstructed operator. Its open code states one package, the reference case of its thermal
+comparison (a 40 mm package tiled GPU / HBM / HBF, 100 + 400 um of silicon, 1,400 W/m^2K on top, 300 K):
+`sysmodel/hbf/reference_package.py` solves it by finite volumes, and the table gives the limit powers it implies
+beside the paper's. Our serving package stays an assumption, liquid-cooled for the paper hardware's 1.4 kW GPU
+(the reference package would put that GPU above 1,000 C). The thermal model is checked against Kirchhoff's laws,
+an independent RK4 integration and, for the reference package, the isothermal convection limit, reciprocity and
+mesh convergence (`tests/sysmodel/test_hbf_thermal_reference.py`). `build/study/hbf/item6_trace.csv` traces one
+decode iteration of speculative prefetch layer by layer: the experts prefetched (last iteration's), used and
+missed, when the media stream reached the layer and when the layer started, the part read in time and the wait.
 
+No routing trace of Qwen3-30B-A3B with a licence to ship it was found (public code and data pages searched for
+recorded expert selections of Qwen3-MoE, Qwen-MoE, Mixtral and DeepSeek-MoE: those published are Mixtral's 8
+experts top-2, other shapes, or not released), and recording one needs the 30B model, beyond a CPU machine: the
+dedup and prefetch headlines use uniform routing; the skew calibration is labelled and only a sensitivity run.
+`--routing-trace` replays one when it exists.
 """
 
 

@@ -7,7 +7,10 @@ the media (tR, then the bytes at the service rate), hidden or not by prefetch; t
 package. Decode is layer-ordered: with `next-layer` prefetch, layer l+1's misses are fetched while layer l
 computes (a dense model's weights are known ahead; an MoE model's experts are not: its router runs first);
 with `moe-speculative`, each layer prefetches the experts it used in the server's previous iteration (recent
-routing, HBFSim's D6) and waits only for the ones it did not predict.
+routing, HBFSim's D6): the whole iteration's prediction is known at its start, so the prefetches stream from
+the media layer after layer from then on, and when a layer's router has run the layer waits only for the
+experts it picked (the rest of its prefetch that they need, then the ones it did not predict); the predicted
+experts it does not use and the media has not read yet are dropped (`HBFTier.stream`).
 
 One timeline for all the servers of a package (DuoPD's GPU prefill and PNM decode, the two SM partitions):
 - an iteration's accesses (routing, the frame cache) happen at its start, every server's iterations in the
@@ -88,7 +91,7 @@ TRACE: list | None = None
 ACCESS = ("accesses", "hits", "prefetched_in_time", "media_reads", "media_reads_waited", "media_bytes",
           "wasted_prefetch_bytes", "fill_bytes", "cooling_wait_s", "stall_s")
 PER_ITERATION = ("starts", "ends", "waits", "busy", "stall", "power", "counts", "fill", "programmed", "media_load",
-                 "rate", "ahead", "demand", "overlap")
+                 "rate", "ahead", "demand", "overlap", "unused")
 
 
 @dataclass
@@ -107,8 +110,9 @@ class Block:
     media_load: np.ndarray       # fraction of the tier's bandwidth it asks for alone (with several ports)
     rate: np.ndarray             # the package's service rate at its start
     ahead: np.ndarray | None     # per layer: bytes prefetched (None: no prefetch), bytes waited for, the compute
-    demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`)
-    overlap: np.ndarray | None
+    demand: np.ndarray           # the prefetch overlaps (`HBFTier.media_times`; moe-speculative: the layer's
+    overlap: np.ndarray | None   # own compute), the bytes prefetched and not used (None: not moe-speculative)
+    unused: np.ndarray | None
     before: tuple = ()           # frame cache, router, the port's previous demand, KV frames (to roll back)
     snapshot: tuple | None = None    # the package before it, when it was run through it as priced
     replay: tuple = ()           # tokens, touched and demanded objects, KV frames after each iteration; the
@@ -336,13 +340,18 @@ class HBFTier:
                                  per_layer(demand & hits).sum(axis=1) if any_hit else np.zeros(count, dtype=np.int64))
 
     def media_times(self, rate, ahead: np.ndarray | None, demand: np.ndarray, overlap: np.ndarray | None,
-                    programmed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+                    programmed: np.ndarray, unused: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """At service `rate` (one per iteration), per iteration: the stall (media time not hidden by compute)
         and the fraction of each layer's prefetch that arrived before the layer ran, from the bytes per layer
         prefetched (`ahead`; None: no prefetch) and waited for (`demand`), the compute each layer's prefetch
-        overlaps, the KV bytes `programmed`. A layer's prefetch streams in after the media latency: the part
-        read by the time the layer starts is in time, the rest is waited for (the layer waits for its last)."""
+        overlaps, the KV bytes `programmed`. A layer's prefetch (next-layer) is issued as the previous layer
+        starts computing and streams in after the media latency: the part read by the time the layer starts is
+        in time, the rest is waited for (the layer waits for its last). With `unused` (moe-speculative), the
+        prefetches stream from the iteration's start (`stream`; `overlap` is then each layer's compute)."""
         rate = np.asarray(rate, dtype=float)[:, None]
+        if unused is not None:
+            stall, arrived, _, _ = self.stream(rate[:, 0], ahead - unused, unused, demand, overlap)
+            return self._programmed(stall, rate[:, 0], programmed), arrived
         latency = self.tier.latency_s
         stall = np.where(demand > 0, latency + demand / rate, 0.0).sum(axis=1)
         arrived = None
@@ -351,12 +360,54 @@ class HBFTier:
             read = np.maximum(overlap - latency, 0.0) * rate
             arrived = np.clip(np.divide(read, ahead, out=np.ones_like(ahead_s), where=ahead > 0), 0.0, 1.0)
             stall = np.maximum(ahead_s - overlap, 0.0).sum(axis=1) + stall
-        if programmed.any():
-            # Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations),
-            # not overlapped with the iteration's reads: an upper bound.
-            stall = stall + programmed / rate[:, 0] + programmed / PAGE_BYTES * self.stack.program_s / (
-                self.layout.hbf_stacks * self.stack.outstanding_reads)
-        return stall, arrived
+        return self._programmed(stall, rate[:, 0], programmed), arrived
+
+    def _programmed(self, stall: np.ndarray, rate: np.ndarray, programmed: np.ndarray) -> np.ndarray:
+        """Write-backs take channel time (bytes at the service rate, tPROG over the outstanding operations), not
+        overlapped with the iteration's reads: an upper bound."""
+        if not programmed.any():
+            return stall
+        return stall + programmed / rate + programmed / PAGE_BYTES * self.stack.program_s / (
+            self.layout.hbf_stacks * self.stack.outstanding_reads)
+
+    def stream(self, rate: np.ndarray, used: np.ndarray, unused: np.ndarray, demand: np.ndarray,
+               compute: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Speculative prefetch through one iteration (per iteration at `rate`; bytes per layer prefetched and
+        used, prefetched and not used, fetched on demand; each layer's compute): the stall, the fraction of each
+        layer's prefetch read before the layer starts, and per layer its start and when the stream reached it.
+
+        Every layer's prediction is known at the iteration's start: the media reads the prefetches in layer
+        order from then on (after the latency), pausing only while a layer waits. When a layer starts, its
+        router has picked its experts; the prefetched objects arrive in no particular order, so the fraction
+        `arrived` of them read by then is in time (used and unused alike). The layer then waits for the rest of
+        its used prefetch and for the experts it did not predict (their reads issued now: latency, then their
+        bytes after the used ones); the rest of its unused prefetch is dropped, never read (a prediction the
+        router has proved wrong: the reads already issued to the dies, at most the outstanding reads, are
+        dropped with it), and the stream goes on with the next layer's."""
+        latency = self.tier.latency_s
+        count, layers = used.shape
+        stall = np.zeros(count)
+        arrived, starts, heads = np.empty((count, layers)), np.empty((count, layers)), np.empty((count, layers))
+        # Plain floats, iteration by iteration and layer by layer: most blocks hold one iteration, where numpy's
+        # per-call cost dominates.
+        for i, (r, rows) in enumerate(zip(rate.tolist(), zip(*(a.tolist() for a in (used, unused, demand, compute))))):
+            r = r if r > 0 else math.inf        # served at rate 0 (Severe, Shutdown): the wait was for cooling
+            start, head = 0.0, latency
+            for layer, (u, x, d, c) in enumerate(zip(*rows)):
+                size = u + x
+                read = min((start - head) * r, size) if start > head else 0.0
+                done = read / size if size > 0 else 1.0
+                rest = u * (1 - done)
+                end = max(start, head) + rest / r if rest > 0 else start
+                if d > 0:
+                    end = max(end, start + latency) + d / r
+                arrived[i, layer], starts[i, layer], heads[i, layer] = done, start, head
+                stall[i] += end - start
+                # The stream resumes after the layer's own reads: with the next layer's prefetch when it was cut,
+                # or where it had got to (shifted by the pause) when it had read the whole prefetch.
+                head = max(end, head) if read < size else head + size / r + (end - start)
+                start = end + c
+        return stall, arrived, starts, heads
 
     # ----- results ----------------------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -526,7 +577,8 @@ class HBFPort:
             scale = self._media_share(np.array([load]), self._media_loads(now))[0]
             one = slice(index, index + 1)
             stall = float(self.tier.media_times(block.rate[one] * scale, *(None if a is None else a[one] for a in (
-                block.ahead, block.demand, block.overlap)), block.programmed[one])[0][0])
+                block.ahead, block.demand, block.overlap)), block.programmed[one],
+                None if block.unused is None else block.unused[one])[0][0])
         seconds = np.array([base.seconds + stall + float(block.waits[index])])
         return self._cost(base, seconds, block.fill[index:index + 1], True)
 
@@ -586,7 +638,7 @@ class HBFPort:
             if objects is not None:
                 counts[:, 0], counts[:, 1] = objects[4], objects[5]
             return Block(self, waits, waits, waits, compute, waits, power, counts, fill, kv_programmed, waits,
-                         waits, None, np.broadcast_to(0.0, (count, layers)), None)
+                         waits, None, np.broadcast_to(0.0, (count, layers)), None, None)
         n_ahead, n_demand, useful, fetched, accesses, hits = objects
         snapshot = package.snapshot()
         energy[:, 2] += fill * tier.tier.energy_per_byte + kv_programmed * tier.stack.program_energy_per_byte
@@ -595,22 +647,33 @@ class HBFPort:
         kv_ahead = tier.options.prefetch != "none"
         kv_layer = (kv_read / layers)[:, None]
         demand = n_demand * tier.object_bytes + (0.0 if kv_ahead else kv_layer)
-        ahead = overlap = arrived = None
+        ahead = overlap = arrived = unused = None
         if kv_ahead and (n_ahead.any() or kv_read.any()):     # (only a prefetch reads objects ahead)
             ahead = n_ahead * tier.object_bytes + kv_layer
-            # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
-            overlap = self._after_first * (compute / layers)[:, None]
+            if tier.options.prefetch == "moe-speculative" and tier.router is not None:
+                # The prefetches stream from the iteration's start (`HBFTier.stream`): each layer's compute.
+                unused = (n_ahead - useful) * tier.object_bytes
+                overlap = np.broadcast_to((compute / layers)[:, None], (count, layers))
+            else:
+                # Layer l's prefetch is issued as layer l-1 starts computing (layer 0's at the start).
+                overlap = self._after_first * (compute / layers)[:, None]
             arrived = np.empty((count, layers))
         # What each iteration asks of the tier's bandwidth alone (what the other ports' iterations see), and the
         # share it obtains against theirs in progress now.
         load, share = np.zeros(count), np.ones(count)
         if len(tier.ports) > 1:
-            alone = compute + tier.media_times(np.full(count, tier.tier.bandwidth), ahead, demand, overlap,
-                                               kv_programmed)[0]
-            np.divide(moved, alone * tier.tier.bandwidth, out=load, where=alone > 0)
+            stall_alone, arrived_alone = tier.media_times(np.full(count, tier.tier.bandwidth), ahead, demand, overlap,
+                                                          kv_programmed, unused)
+            alone = compute + stall_alone
+            read = moved if unused is None else moved - (
+                (n_ahead - useful) * (1 - arrived_alone)).sum(axis=1) * tier.object_bytes
+            np.divide(read, alone * tier.tier.bandwidth, out=load, where=alone > 0)
             share = self._media_share(load, self._media_loads(now))
         others = tier.others(self, now)
         reads = np.flatnonzero(moved)
+        # moe-speculative: the objects of each iteration's unused prefetch dropped unread (`HBFTier.stream`),
+        # which the media neither reads nor spends energy on.
+        dropped, hbf_energy = np.zeros(count), energy[:, 2].copy()
         i, used = 0, None
         while i < count:
             waits[i] = tier.cool(self) if moved[i] else 0.0
@@ -618,10 +681,14 @@ class HBFPort:
             if rate[i] != used:
                 used, first = rate[i], i
                 timing = tier.media_times((rate[i] or math.inf) * share[i:], *(
-                    None if a is None else a[i:] for a in (ahead, demand, overlap)), kv_programmed[i:])
+                    None if a is None else a[i:] for a in (ahead, demand, overlap)), kv_programmed[i:],
+                    None if unused is None else unused[i:])
             stall[i:] = timing[0][i - first:]
             if arrived is not None:
                 arrived[i:] = timing[1][i - first:]
+            if unused is not None:
+                dropped[i:] = ((n_ahead[i:] - useful[i:]) * (1 - arrived[i:])).sum(axis=1)
+                energy[i:, 2] = hbf_energy[i:] - dropped[i:] * tier.object_bytes * tier.tier.energy_per_byte
             busy[i:] = compute[i:] + stall[i:]
             np.divide(energy[i:], busy[i:, None], out=power[i:], where=busy[i:, None] > 0)
             # Served at rate 0 (Severe or Shutdown: iteration i reads nothing), the package runs only up to the
@@ -634,13 +701,16 @@ class HBFPort:
         waited = n_demand.sum(axis=1)
         in_time = wasted = np.zeros(count)
         if arrived is not None:     # (the prefetched objects arrive in no particular order: the used ones alike)
+            # An access waits for the late part of its own prefetch; a late prefetch no access uses is wasted,
+            # not waited for.
             in_time = (useful * arrived).sum(axis=1)
-            waited = waited + (n_ahead * (1 - arrived)).sum(axis=1)
-            wasted = n_ahead.sum(axis=1) - useful.sum(axis=1)
+            waited = waited + (useful * (1 - arrived)).sum(axis=1)
+            wasted = n_ahead.sum(axis=1) - useful.sum(axis=1) - dropped
+            fetched, fill = fetched - dropped, fill - dropped * tier.object_bytes
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
         block = Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
-                      kv_programmed, load, rate, ahead, demand, overlap, snapshot=snapshot)
+                      kv_programmed, load, rate, ahead, demand, overlap, unused, snapshot=snapshot)
         if TRACE is not None and ahead is not None:
             TRACE.append((compute, objects, block))
         return block

@@ -89,8 +89,9 @@ def test_next_layer_prefetch_hides_what_arrives_within_the_previous_layers_compu
     """Dense weights and KV pages both prefetched (layer l's as layer l-1 starts computing; layer 0's overlaps
     nothing). Iteration 0 (1 ms) prefetches both layers and 2 KV pages: layer 0 is late by its whole read, layer
     1 arrives within 0.5 ms. Iteration 1 (40 us) prefetches both, uses only layer 0's, and writes a page back:
-    layer 1's read overlaps only 20 us. Iteration 2 takes no time and moves nothing. Another port, idle, makes
-    the tier shared: each iteration's load is what it moves over its own time alone."""
+    layer 1's read overlaps only 20 us (the layer waits for it, no access does). Iteration 2 takes no time and
+    moves nothing. Another port, idle, makes the tier shared: each iteration's load is what it moves over its own
+    time alone."""
     _, tier, (a, _) = _tier(NONE, ("a", 1.0, QUIET), ("b", 1.0, QUIET), options=HBFOptions(prefetch="next-layer"))
     tier.package = Scripted([RATE])
     compute = np.array([1e-3, 4e-5, 0.0])
@@ -110,7 +111,8 @@ def test_next_layer_prefetch_hides_what_arrives_within_the_previous_layers_compu
     counts = dict(zip(ACCESS, block.counts.T.tolist()))
     assert counts["prefetched_in_time"] == [1, 0, 0]
     assert counts["media_reads"] == [2 * LAYER_PAGES, 2 * LAYER_PAGES, 0]
-    assert counts["media_reads_waited"] == [LAYER_PAGES, 2 * LAYER_PAGES, 0]        # the late prefetches
+    # The late prefetches an access uses: iteration 1's late layer 1 is not used, so nothing waits for it.
+    assert counts["media_reads_waited"] == [LAYER_PAGES, LAYER_PAGES, 0]
     assert counts["wasted_prefetch_bytes"] == [0, LAYER_BYTES, 0]
 
 
@@ -210,7 +212,7 @@ def _planted_block(port, snapshot=1.0) -> Block:
     demand = np.ones((2, 2, 1), dtype=bool)
     return Block(port, np.array([1.0, 2.0]), np.array([2.0, 3.0]), np.array([0.25, 0.5]), np.array([0.75, 0.5]),
                  np.zeros(2), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.ones((2, len(ACCESS))), np.zeros(2),
-                 np.zeros(2), np.zeros(2), np.full(2, RATE), None, np.zeros((2, 2)), None,
+                 np.zeros(2), np.zeros(2), np.full(2, RATE), None, np.zeros((2, 2)), None, None,
                  before=(None, None, np.zeros((2, 1), dtype=bool), None), snapshot=snapshot,
                  replay=(tokens, demand, demand, None))
 
@@ -391,3 +393,40 @@ def test_a_refreshed_object_is_its_pages_in_whole_erase_blocks_programmed_over_t
     assert refresh.zone_program_s == pytest.approx(8048 * 100e-6 / 4096, rel=1e-15)
     assert refresh.energy_per_byte == pytest.approx(48e-12 + STACK.program_energy_per_byte, rel=1e-15)
     assert refresh.zone_bytes == tier.object_bytes == (4 * 1024 * 1024 + 3 * 1024 * 4000) * 2 == 8048 * PAGE_BYTES
+
+
+def test_speculative_prefetch_streams_from_the_iteration_start_and_a_layer_waits_only_for_what_it_uses() -> None:
+    """`HBFTier.stream`, worked by hand (tR = L, 1 GB/s, 100 us of compute a layer). Layer 0 predicted 100 us of
+    experts and uses half: the stream starts at L, so nothing is in time, and the layer waits for its used half
+    only (L + 50 us); the unused half is dropped unread. Layer 1's prefetch (30 us, all used) starts at L + 50 us
+    and is read by the time layer 1 starts (L + 150 us): in time; layer 1 waits only for its 10 us demand miss
+    (latency, then its bytes). An iteration that reads nothing waits for nothing."""
+    _, tier, _ = _moe_tier(("a", 1e-5, QUIET), prefetch="moe-speculative")
+    latency, rate, us = tier.tier.latency_s, 1e9, 1e-6
+    used = np.array([[50e3, 30e3], [0.0, 0.0]])
+    unused = np.array([[50e3, 0.0], [0.0, 0.0]])
+    demand = np.array([[0.0, 10e3], [0.0, 0.0]])
+    stall, arrived, starts, heads = tier.stream(np.full(2, rate), used, unused, demand, np.full((2, 2), 100 * us))
+    np.testing.assert_allclose(stall, [(latency + 50 * us) + (latency + 10 * us), 0.0], rtol=1e-12)
+    np.testing.assert_array_equal(arrived, [[0.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(starts[0], [0.0, latency + 150 * us], rtol=1e-12)
+    np.testing.assert_allclose(heads[0], [latency, latency + 50 * us], rtol=1e-12)
+
+
+def test_a_speculative_block_reads_neither_the_dropped_prediction_nor_counts_it_waited() -> None:
+    """moe-speculative, one iteration of two layers (100 us of compute each). Layer 0 predicted 2 experts and
+    uses 1: nothing is read when it starts (the stream reaches it after tR), so it waits for its used expert and
+    drops the other unread. Layer 1 predicted nothing and waits for its 1 miss. Two experts read, both waited
+    for; no byte wasted; the dropped expert costs neither media bytes nor HBF energy."""
+    _, tier, (a,) = _moe_tier(("a", 1e-5, QUIET), prefetch="moe-speculative")
+    tier.package = Scripted([RATE])
+    objects = _objects([[2, 0]], [[0, 1]], [[1, 0]], [2], [0])
+    block = a._price(0.0, np.array([200e-6]), np.zeros(1), objects, np.zeros((1, 2)))
+    np.testing.assert_allclose(block.stall, [2 * _layer(EXPERT_BYTES)], rtol=1e-12)
+    counts = dict(zip(ACCESS, block.counts.T.tolist()))
+    pages = EXPERT_BYTES // PAGE_BYTES
+    assert counts["media_reads"] == [2 * pages] and counts["media_reads_waited"] == [2 * pages]
+    assert counts["media_bytes"] == [2 * EXPERT_BYTES] and counts["wasted_prefetch_bytes"] == [0]
+    assert counts["prefetched_in_time"] == [0] and block.fill.tolist() == [2 * EXPERT_BYTES]
+    hbf_energy = 2 * EXPERT_BYTES * tier.tier.energy_per_byte
+    assert block.power[0, 2] * block.busy[0] == pytest.approx(hbf_energy, rel=1e-12)

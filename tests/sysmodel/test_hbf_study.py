@@ -74,16 +74,21 @@ def test_docs_list_every_parameter_with_its_evidence() -> None:
 
 
 def test_the_prefetch_trace_shows_what_arrives_before_each_layer(study) -> None:
-    """item6_trace.csv, one decode iteration: a layer's prefetch is all in time exactly when it takes no longer
-    than the compute it overlaps, and otherwise in the proportion that streamed in by then."""
+    """item6_trace.csv, one decode iteration: the stream reaches layer 0 after tR (20 us) as the iteration starts;
+    each layer starts when the previous one has waited and computed; the part of a layer's prediction in time is
+    what the stream read between reaching it and the layer's start, at the media rate (all of it, or none)."""
     rows = read(study / "item6_trace.csv")
     assert len(rows) == 48                                        # Qwen3-30B-A3B's layers
-    for r in rows:
+    assert float(rows[0]["layer_starts_us"]) == 0 and float(rows[0]["stream_reaches_us"]) == pytest.approx(20)
+    for before, r in zip([None, *rows], rows):
         prefetched, used = int(r["experts_prefetched"]), int(r["prefetched_used"])
-        assert 0 <= used <= prefetched <= 128
-        arrived, took, overlap = float(r["arrived_in_time"]), float(r["prefetch_us"]), float(r["overlap_us"])
-        assert (arrived == 1.0) == (took <= overlap) and 0.0 <= arrived <= 1.0
-    assert float(rows[0]["overlap_us"]) == 0                     # layer 0's prefetch overlaps nothing
+        assert 0 <= used <= prefetched <= 128 and float(r["waited_us"]) >= 0
+        if before is not None:
+            assert float(r["layer_starts_us"]) == pytest.approx(
+                float(before["layer_starts_us"]) + float(before["waited_us"]) + float(before["layer_compute_us"]))
+        lead_s = (float(r["layer_starts_us"]) - float(r["stream_reaches_us"])) * 1e-6
+        read_mb = max(lead_s, 0.0) * float(r["media_rate_gb_s"]) * 1e3
+        assert float(r["arrived_in_time"]) == pytest.approx(min(1.0, read_mb / float(r["prefetch_mb"])), abs=1e-9)
 
 
 def test_headline_marks_the_calibration_and_the_cells_within_20_percent(study) -> None:

@@ -1,11 +1,14 @@
 """The package thermal model against references that do not use it (issue 36): Kirchhoff's laws solved by hand
-for a resistor chain, and the coupled network's transient integrated by an independent fixed-step RK4.
+for a resistor chain, and the coupled network's transient integrated by an independent fixed-step RK4; HBFSim's
+reference package (its open code's thermal case) against the isothermal convection limit, reciprocity and its
+own two meshes.
 
 Tolerances: 1e-9 K for the closed forms (float rounding of the eigen-solution); 1e-6 K for RK4 at 1 ms steps
 (its error, ~dt^4 / tau^4, is far below that for time constants of 0.1 s and more)."""
 import numpy as np
 import pytest
 
+from sysmodel.hbf.reference_package import ReferencePackage, package_rc, solve
 from sysmodel.hbf.thermal import PackageRC, Thermal
 
 OPEN = 1e15          # K/W: a path that carries no heat
@@ -61,3 +64,28 @@ def test_coupled_transient_matches_an_independent_rk4_integration() -> None:
             k4 = slope(rise + dt * k3)
             rise, steps = rise + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4), steps + 1
         assert Thermal(rc, 45.0).step(checkpoint, power) == pytest.approx(45.0 + rise, abs=1e-6)
+
+
+def test_reference_package_tends_to_the_lumped_convection_limit() -> None:
+    """HBFSim's reference package (sysmodel/hbf/reference_package.py) with silicon a million times more
+    conductive is isothermal: every die's rise per watt anywhere is 1 / (h x area) of the top convection."""
+    package = ReferencePackage(conductivity_w_mk=1.5e8)
+    lumped = 1 / (package.top_htc_w_m2k * package.side_m ** 2)
+    assert solve(package, cell_m=0.002) == pytest.approx(np.full((3, 3), lumped), rel=1e-3)
+
+
+def test_reference_package_is_reciprocal_and_converges_with_the_mesh() -> None:
+    """Reciprocity (a watt in die a heats die b as a watt in b heats a), every rise above the isothermal floor,
+    and HBFSim's two meshes (2 mm, 1 mm) within 1 % of each other."""
+    coarse, fine = solve(cell_m=0.002), solve(cell_m=0.001)
+    assert coarse == pytest.approx(coarse.T, rel=1e-9)
+    floor = 1 / (ReferencePackage().top_htc_w_m2k * ReferencePackage().side_m ** 2)
+    assert (np.diag(fine) > floor).all()
+    assert coarse == pytest.approx(fine, rel=0.01)
+
+
+def test_reference_package_network_keeps_the_grids_steady_state() -> None:
+    rc = package_rc(cell_m=0.002)
+    thermal = Thermal(rc, 0.0)
+    assert np.column_stack([thermal.steady(unit) for unit in np.eye(3)]) == pytest.approx(solve(cell_m=0.002),
+                                                                                         rel=1e-9)

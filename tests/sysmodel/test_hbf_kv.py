@@ -108,9 +108,14 @@ BASE = ["simulate", "--model", "Qwen3-30B-A3B", "--hw", "gpus=1", "--input-len",
 @pytest.mark.parametrize("extra, message", [
     (["--system", "chunked", "--shared-prefix-tokens", "256"], "shorter than every prompt"),
     (["--system", "chunked", "--shared-prefix-tokens", "-1"], "must be >= 0"),
-    (["--system", "pd-1:1", "--hw", "gpus=8", "--shared-prefix-tokens", "64"], "modelled for chunked and gpu"),
+    # A prefix in HBF on a system whose prefill and decode hold the KV on two servers.
+    (["--system", "pd-1:1", "--hw", "gpus=8", "--shared-prefix-tokens", "64", "--memory", "{prefix_in_hbf}"],
+     "modelled for chunked and gpu"),
 ])
 def test_bad_shared_prefix_is_one_line_exit_2_nothing_written(tmp_path, capsys, extra, message) -> None:
+    layout = tmp_path / "prefix.toml"
+    layout.write_text('hbm_stacks = 8\nhbf_stacks = 1\nprefix = "hbf"\n')
+    extra = [arg.format(prefix_in_hbf=layout) for arg in extra]
     out = tmp_path / "out"
     assert main([*BASE, *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err

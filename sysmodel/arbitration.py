@@ -14,12 +14,13 @@ numbers 100 % of a 2 TB/s stack is 0.977 requests per cycle on each of 64 ports)
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
 from .errors import ConfigError
 from .hardware import Hardware
+from .memo import Memo
 from basedie.verified import VerifiedBlocks
 
 POLICIES = {"prefill-first": "prefill_first", "decode-first": "decode_first", "mixed": "mixed"}
@@ -115,12 +116,31 @@ class MMUArbitration:
     def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
         return {s: self.granted(s, offered) for s in SOURCES}
 
+    @cached_property
+    def _memo(self) -> Memo:
+        """Scalar lookups by (what, source, gpu load, pnm load): the grids never change, so those are all they
+        depend on."""
+        return Memo()
+
+    def _scalar(self, what: str, source: str, offered: Mapping[str, float | np.ndarray], compute):
+        """`compute(source, offered)`, memoised when both loads are scalars (arrays are one-off blocks)."""
+        gpu, pnm = offered.get("gpu", 0.0), offered.get("pnm", 0.0)
+        if isinstance(gpu, np.ndarray) or isinstance(pnm, np.ndarray):
+            return compute(source, offered)
+        return self._memo((what, source, gpu, pnm), lambda: compute(source, offered))
+
     def granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """`grant(offered)[source]`, without interpolating the other source's grid."""
+        return self._scalar("granted", source, offered, self._granted)
+
+    def _granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         fractions = [_clip01(offered.get(s, 0.0)) for s in SOURCES]
         return fractions[SOURCES.index(source)] * self.served(source, *self._rates(fractions))
 
     def access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """Unloaded MMU latency plus the median wait at these offered fractions (arrays: one per iteration)."""
+        return self._scalar("latency", source, offered, self._access_latency_s)
+
+    def _access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         rates = self._rates(_clip01(offered.get(s, 0.0)) for s in SOURCES)
         return (self.latency_cycles[source] + self.wait_cycles(source, *rates)) / self.clock_hz

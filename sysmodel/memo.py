@@ -1,0 +1,29 @@
+"""A bounded memo for pure pricing functions: the same arguments give the same floats, so a repeated lookup
+(the arbiter at a load it has seen, an operator of a batch size already priced) returns the stored result
+instead of recomputing it. Bounded so that a long run's memory stays flat: when full it starts again empty,
+which changes what is recomputed, never a result."""
+from collections.abc import Callable, Hashable
+from typing import Any
+
+# Entries before the memo starts again: a few MB, far more than the distinct states a steady workload revisits.
+MEMO_ENTRIES = 1 << 16
+
+
+class Memo:
+    """`memo(key, compute)`: `compute()` the first time `key` is seen, the stored value after. Only for values
+    that are a pure function of `key`: the key must hold everything the value depends on."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES) -> None:
+        self._values: dict[Hashable, Any] = {}
+        self._entries = entries
+
+    def __call__(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        values = self._values
+        try:
+            return values[key]
+        except KeyError:
+            pass
+        if len(values) >= self._entries:
+            values.clear()
+        value = values[key] = compute()
+        return value

@@ -38,15 +38,27 @@ def _bilinear(xs: tuple[float, ...], ys: tuple[float, ...], grid: np.ndarray, x,
         v = (y - ys[j]) / (ys[j + 1] - ys[j])
         g = grid.item
         return ((1 - u) * ((1 - v) * g(i, j) + v * g(i, j + 1)) + u * ((1 - v) * g(i + 1, j) + v * g(i + 1, j + 1)))
-    xa, ya = _axis(xs), _axis(ys)
-    # np.minimum/np.maximum rather than np.clip: the same values, without np.clip's overhead on short blocks.
-    x, y = np.minimum(np.maximum(x, xa[0]), xa[-1]), np.minimum(np.maximum(y, ya[0]), ya[-1])
-    i = np.minimum(np.maximum(np.searchsorted(xa, x, side="right") - 1, 0), len(xa) - 2)
-    j = np.minimum(np.maximum(np.searchsorted(ya, y, side="right") - 1, 0), len(ya) - 2)
-    u = (x - xa[i]) / (xa[i + 1] - xa[i])
-    v = (y - ya[j]) / (ya[j + 1] - ya[j])
+    # A block's loads: one axis is usually a scalar (the co-runner's load), located once in plain Python; the
+    # elementwise arithmetic is the scalar path's, so each element equals what the scalar path gives.
+    i, u = _cell(xs, x)
+    j, v = _cell(ys, y)
     return ((1 - u) * ((1 - v) * grid[i, j] + v * grid[i, j + 1])
             + u * ((1 - v) * grid[i + 1, j] + v * grid[i + 1, j + 1]))
+
+
+def _cell(axis: tuple[float, ...], value):
+    """The cell of `axis` holding `value` (clamped to the axis) and the fraction of the way across it: scalars in
+    plain Python, arrays elementwise."""
+    if not isinstance(value, np.ndarray):
+        value = min(max(float(value), axis[0]), axis[-1])
+        k = min(bisect_right(axis, value) - 1, len(axis) - 2)
+        return k, (value - axis[k]) / (axis[k + 1] - axis[k])
+    points = _axis(axis)
+    # np.minimum/np.maximum rather than np.clip: the same values, without np.clip's overhead on short blocks.
+    value = np.minimum(np.maximum(value, points[0]), points[-1])
+    k = np.minimum(np.maximum(np.searchsorted(points, value, side="right") - 1, 0), len(points) - 2)
+    low = points[k]
+    return k, (value - low) / (points[k + 1] - low)
 
 
 @cache
@@ -123,11 +135,19 @@ class MMUArbitration:
         return Memo()
 
     def _scalar(self, what: str, source: str, offered: Mapping[str, float | np.ndarray], compute):
-        """`compute(source, offered)`, memoised when both loads are scalars (arrays are one-off blocks)."""
+        """`compute(source, offered)`, memoised when both loads are scalars. A block's loads that are the same at
+        every iteration (a memory-bound operator offers 1.0 throughout) are looked up once and broadcast: the
+        array arithmetic is elementwise the scalar one, so every element is what the array would have given."""
         gpu, pnm = offered.get("gpu", 0.0), offered.get("pnm", 0.0)
+        shape = None
         if isinstance(gpu, np.ndarray) or isinstance(pnm, np.ndarray):
-            return compute(source, offered)
-        return self._memo((what, source, gpu, pnm), lambda: compute(source, offered))
+            blocks = [v for v in (gpu, pnm) if isinstance(v, np.ndarray)]
+            if not all(v.size and v.min() == v.max() for v in blocks):
+                return compute(source, offered)
+            shape = np.broadcast_shapes(*(v.shape for v in blocks))
+            gpu, pnm = (float(v.flat[0]) if isinstance(v, np.ndarray) else v for v in (gpu, pnm))
+        value = self._memo((what, source, gpu, pnm), lambda: compute(source, {"gpu": gpu, "pnm": pnm}))
+        return value if shape is None else np.full(shape, value)
 
     def granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """`grant(offered)[source]`, without interpolating the other source's grid."""

@@ -5,8 +5,9 @@ which changes what is recomputed, never a result."""
 from collections.abc import Callable, Hashable
 from typing import Any
 
-# Entries before the memo starts again: a few MB, far more than the distinct states a steady workload revisits.
-MEMO_ENTRIES = 1 << 16
+# Entries before the memo starts again: at most about 4 MB (an iteration's price: its Work key and its Cost), so
+# a system of many executors stays small; enough to hold the prompt lengths and loads a workload revisits.
+MEMO_ENTRIES = 1 << 13
 
 
 class Memo:

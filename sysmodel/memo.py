@@ -1,6 +1,6 @@
 """A bounded memo for pure pricing functions: the same arguments give the same floats, so a repeated lookup
-(the arbiter at a load it has seen, an operator of a batch size already priced) returns the stored result
-instead of recomputing it. Bounded so that a long run's memory stays flat: when full it starts again empty,
+(the arbiter at loads it has seen, a prompt length already priced) returns the stored result instead of
+recomputing it. Bounded so that a long run's memory stays flat: when full it starts again empty,
 which changes what is recomputed, never a result."""
 from collections.abc import Callable, Hashable
 from typing import Any

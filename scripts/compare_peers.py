@@ -235,9 +235,10 @@ def ours_latencies(peer: Peer, trace: Path, perf: str) -> dict[str, np.ndarray]:
     result = simulate(SimulationConfig(system=peer.system, model=peer.model, workload=Trace(str(trace)),
                                        hardware=hardware, max_batch=512,
                                        chunk_tokens=peer.chunk_tokens, perf_model=perf))
-    return {"ttft": np.array([r["ttft_s"] for r in result.rows]),
-            "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in result.rows]),
-            "e2e": np.array([r["e2e_s"] for r in result.rows])}
+    rows = result.rows      # built on demand: once
+    return {"ttft": np.array([r["ttft_s"] for r in rows]),
+            "tpot": np.array([(r["e2e_s"] - r["ttft_s"]) / r["output_len"] for r in rows]),
+            "e2e": np.array([r["e2e_s"] for r in rows])}
 
 
 METRICS = tuple((k, q) for k in ("ttft", "tpot", "e2e") for q in (50, 90))

@@ -3,12 +3,14 @@
     python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3] [--perf-model NAME] [--systems A,B]
                                      [--memory hbm|A|B|C|FILE] [--gpus N]
     python scripts/bench_sysmodel.py --scale 10000 100000 1000000 [--peers --distserve PATH --distserve-python PY
-                                     --splitwise PATH --splitwise-python PY] [--out docs/results-scale.md]
+                                     --splitwise PATH --splitwise-python PY] [--baseline TREE] [--out FILE]
 
 `--scale N...`: the production-scale targets (docs/results/scale.md). Each N runs `basedie simulate --system duopd --model
 LLaMA2-70B --qps 4 --requests N --no-plots` as its own process and reports its wall and CPU seconds, its peak RSS
 and both per request; with `--peers`, the 1,000-request workload of `scripts/bench_peers.py` runs as whole
-processes, ours with its plots on, beside DistServe and splitwise-sim. Writes the Markdown table to `--out`.
+processes, ours with its plots on, beside DistServe and splitwise-sim; with `--baseline TREE`, each N also runs
+with another source tree (e.g. a checkout of the commit before a change) beside this one: CPU and memory before
+and after, and whether the outputs are byte-identical. Writes the Markdown tables to `--out`.
 
 HBF's speed target (docs/design/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
 --input-len 1024 --output-len 128`, beside the same run with `--memory A` (HBM only) in one invocation each.
@@ -17,7 +19,9 @@ Prints, per system, the best wall time of `simulate()` over the repeats (the ver
 beforehand, and timed separately) and how many output tokens per second of wall time that is.
 """
 import argparse
+import filecmp
 import importlib.util
+import os
 import resource
 import subprocess
 import sys
@@ -40,14 +44,16 @@ PEAK = ("import atexit, resource, sys\n"
 TARGETS = {"seconds": {100_000: 8.0, 1_000_000: 60.0}, "peak_rss_mb": {1_000_000: 2048.0}, "peers": 5.0}
 
 
-def simulate_process(requests: int, out: Path) -> dict[str, float]:
+def simulate_process(requests: int, out: Path, tree: Path | None = None) -> dict[str, float]:
     """`basedie simulate` of the scale workload as its own process: wall, CPU (the child's user + system) and peak
-    RSS."""
+    RSS. `tree`: run that source tree's `basedie`, `sysmodel` and `rtl` instead (first on `PYTHONPATH`)."""
+    env = None if tree is None else {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
                            "--qps", "4", "--requests", str(requests), "--no-plots", "--out", str(out)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     peaks = [line for line in done.stderr.splitlines() if line.startswith("PEAK_RSS_KB ")]
@@ -56,6 +62,38 @@ def simulate_process(requests: int, out: Path) -> dict[str, float]:
                          f"{done.stderr[-2000:]}")
     return {"wall_s": wall, "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
             "peak_rss_mb": int(peaks[-1].split()[1]) / 1024}
+
+
+def baseline(args: argparse.Namespace, folder: Path, after: dict[int, dict[str, float]]) -> list[str]:
+    """Before (`args.baseline`, another source tree) beside after (this tree's runs, `after` by size): CPU and peak
+    RSS ratios, and whether the outputs are byte-identical."""
+    lines = ["", "| requests | CPU before | CPU after | before ÷ after | peak RSS before | peak RSS after | outputs |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    print(f"{'requests':>9} {'CPU before':>10} {'CPU after':>9} {'ratio':>6} {'MB before':>9} {'MB after':>8}  outputs")
+    for n, new in after.items():
+        old = simulate_process(n, folder / f"before-{n}", args.baseline)
+        same = all(filecmp.cmp(folder / f"before-{n}" / name, folder / f"duopd-{n}" / name, shallow=False)
+                   for name in ("summary.json", "requests.csv", "servers.csv"))
+        verdict = "byte-identical" if same else "DIFFER"
+        print(f"{n:9d} {old['cpu_s']:10.2f} {new['cpu_s']:9.2f} {old['cpu_s'] / new['cpu_s']:6.2f} "
+              f"{old['peak_rss_mb']:9.0f} {new['peak_rss_mb']:8.0f}  {verdict}", flush=True)
+        lines.append(f"| {n:,} | {old['cpu_s']:.1f} s | {new['cpu_s']:.1f} s | {old['cpu_s'] / new['cpu_s']:.2f}× | "
+                     f"{old['peak_rss_mb']:.0f} MB | {new['peak_rss_mb']:.0f} MB | {verdict} |")
+    return lines
+
+
+def verdict(n: int, r: dict[str, float]) -> str:
+    """The targets at `n` requests, each as measured ÷ target (≤ 1 meets it); empty where none is set."""
+    parts = []
+    if n in TARGETS["seconds"]:
+        target = TARGETS["seconds"][n]
+        parts.append(f"≤ {target:g} s wall: {r['wall_s'] / target:.1f}× it (CPU {r['cpu_s'] / target:.1f}×)")
+    if n in TARGETS["peak_rss_mb"]:
+        target = TARGETS["peak_rss_mb"][n]
+        parts.append(f"≤ {target:g} MB: {r['peak_rss_mb'] / target:.2f}× it")
+    met = (r["wall_s"] <= TARGETS["seconds"].get(n, float("inf"))
+           and r["peak_rss_mb"] <= TARGETS["peak_rss_mb"].get(n, float("inf")))
+    return f"{', '.join(parts)}: {'met' if met else 'missed'}" if parts else ""
 
 
 def bench_peers():
@@ -73,19 +111,18 @@ def scale(args: argparse.Namespace) -> int:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     print(f"{'requests':>9} {'wall s':>8} {'CPU s':>8} {'peak MB':>8} {'CPU ms/req':>10} {'added kB/req':>12}  target")
     previous = None     # (requests, peak MB) of the size before: memory per request beyond the process's base
+    measured = {}
     for n in sorted(args.scale):
-        r = simulate_process(n, folder / f"duopd-{n}")
-        wanted = [f"≤ {TARGETS['seconds'][n]:g} s wall"] if n in TARGETS["seconds"] else []
-        wanted += [f"≤ {TARGETS['peak_rss_mb'][n]:g} MB"] if n in TARGETS["peak_rss_mb"] else []
-        met = (r["wall_s"] <= TARGETS["seconds"].get(n, float("inf"))
-               and r["peak_rss_mb"] <= TARGETS["peak_rss_mb"].get(n, float("inf")))
-        verdict = f"{', '.join(wanted)}: {'met' if met else 'missed'}" if wanted else ""
+        r = measured[n] = simulate_process(n, folder / f"duopd-{n}")
+        target = verdict(n, r)
         added = (r["peak_rss_mb"] - previous[1]) * 1024 / (n - previous[0]) if previous else float("nan")
         previous = n, r["peak_rss_mb"]
         print(f"{n:9d} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s'] / n * 1e3:10.3f} "
-              f"{added:12.2f}  {verdict}", flush=True)
+              f"{added:12.2f}  {target}", flush=True)
         lines.append(f"| {n:,} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {r['peak_rss_mb']:.0f} MB | "
-                     f"{r['cpu_s'] / n * 1e3:.3f} ms | {'' if added != added else f'{added:.2f} kB'} | {verdict} |")
+                     f"{r['cpu_s'] / n * 1e3:.3f} ms | {'' if added != added else f'{added:.2f} kB'} | {target} |")
+    if args.baseline:
+        lines += baseline(args, folder, measured)
     if args.peers:
         lines += ["", "| 1,000 requests, whole processes | wall | CPU | peer ÷ ours (wall, CPU) |",
                   "| --- | --- | --- | --- |"]
@@ -124,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", type=int, default=None, help="GPUs of the paper hardware (default: its 8)")
     parser.add_argument("--scale", type=int, nargs="+", metavar="N", help="the scale targets at N requests each")
     parser.add_argument("--peers", action="store_true", help="with --scale: the 1,000-request peer comparison")
+    parser.add_argument("--baseline", type=Path, metavar="TREE",
+                        help="with --scale: also run each size with this source tree (before) beside this one")
     bench_peers().add_peer_arguments(parser, required=False)
     parser.add_argument("--folder", type=Path, default=Path("build/bench_scale"), help="where runs write")
     parser.add_argument("--out", type=Path, help="with --scale: write the Markdown table here")
@@ -136,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.peers and missing:
             parser.error(f"--peers needs --{missing[0].replace('_', '-')}")
         return scale(args)
-    if args.peers:
-        parser.error("--peers goes with --scale")
+    if args.peers or args.baseline:
+        parser.error(f"--{'peers' if args.peers else 'baseline'} goes with --scale")
 
     start = time.perf_counter()
     table = verified.load()

@@ -14,12 +14,13 @@ numbers 100 % of a 2 TB/s stack is 0.977 requests per cycle on each of 64 ports)
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
 from .errors import ConfigError
 from .hardware import Hardware
+from .memo import Memo
 from basedie.verified import VerifiedBlocks
 
 POLICIES = {"prefill-first": "prefill_first", "decode-first": "decode_first", "mixed": "mixed"}
@@ -37,15 +38,27 @@ def _bilinear(xs: tuple[float, ...], ys: tuple[float, ...], grid: np.ndarray, x,
         v = (y - ys[j]) / (ys[j + 1] - ys[j])
         g = grid.item
         return ((1 - u) * ((1 - v) * g(i, j) + v * g(i, j + 1)) + u * ((1 - v) * g(i + 1, j) + v * g(i + 1, j + 1)))
-    xa, ya = _axis(xs), _axis(ys)
-    # np.minimum/np.maximum rather than np.clip: the same values, without np.clip's overhead on short blocks.
-    x, y = np.minimum(np.maximum(x, xa[0]), xa[-1]), np.minimum(np.maximum(y, ya[0]), ya[-1])
-    i = np.minimum(np.maximum(np.searchsorted(xa, x, side="right") - 1, 0), len(xa) - 2)
-    j = np.minimum(np.maximum(np.searchsorted(ya, y, side="right") - 1, 0), len(ya) - 2)
-    u = (x - xa[i]) / (xa[i + 1] - xa[i])
-    v = (y - ya[j]) / (ya[j + 1] - ya[j])
+    # A block's loads: one axis is usually a scalar (the co-runner's load), located once in plain Python; the
+    # elementwise arithmetic is the scalar path's, so each element equals what the scalar path gives.
+    i, u = _cell(xs, x)
+    j, v = _cell(ys, y)
     return ((1 - u) * ((1 - v) * grid[i, j] + v * grid[i, j + 1])
             + u * ((1 - v) * grid[i + 1, j] + v * grid[i + 1, j + 1]))
+
+
+def _cell(axis: tuple[float, ...], value):
+    """The cell of `axis` holding `value` (clamped to the axis) and the fraction of the way across it: scalars in
+    plain Python, arrays elementwise."""
+    if not isinstance(value, np.ndarray):
+        value = min(max(float(value), axis[0]), axis[-1])
+        k = min(bisect_right(axis, value) - 1, len(axis) - 2)
+        return k, (value - axis[k]) / (axis[k + 1] - axis[k])
+    points = _axis(axis)
+    # np.minimum/np.maximum rather than np.clip: the same values, without np.clip's overhead on short blocks.
+    value = np.minimum(np.maximum(value, points[0]), points[-1])
+    k = np.minimum(np.maximum(np.searchsorted(points, value, side="right") - 1, 0), len(points) - 2)
+    low = points[k]
+    return k, (value - low) / (points[k + 1] - low)
 
 
 @cache
@@ -115,12 +128,39 @@ class MMUArbitration:
     def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
         return {s: self.granted(s, offered) for s in SOURCES}
 
+    @cached_property
+    def _memo(self) -> Memo:
+        """Scalar lookups by (what, source, gpu load, pnm load): the grids never change, so those are all they
+        depend on."""
+        return Memo()
+
+    def _scalar(self, what: str, source: str, offered: Mapping[str, float | np.ndarray], compute):
+        """`compute(source, offered)`, memoised when both loads are scalars. A block's loads that are the same at
+        every iteration (a memory-bound operator offers 1.0 throughout) are looked up once and broadcast: the
+        array arithmetic is elementwise the scalar one, so every element is what the array would have given."""
+        gpu, pnm = offered.get("gpu", 0.0), offered.get("pnm", 0.0)
+        shape = None
+        if isinstance(gpu, np.ndarray) or isinstance(pnm, np.ndarray):
+            blocks = [v for v in (gpu, pnm) if isinstance(v, np.ndarray)]
+            if not all(v.size and v.min() == v.max() for v in blocks):
+                return compute(source, offered)
+            shape = np.broadcast_shapes(*(v.shape for v in blocks))
+            gpu, pnm = (float(v.flat[0]) if isinstance(v, np.ndarray) else v for v in (gpu, pnm))
+        value = self._memo((what, source, gpu, pnm), lambda: compute(source, {"gpu": gpu, "pnm": pnm}))
+        return value if shape is None else np.full(shape, value)
+
     def granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """`grant(offered)[source]`, without interpolating the other source's grid."""
+        return self._scalar("granted", source, offered, self._granted)
+
+    def _granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         fractions = [_clip01(offered.get(s, 0.0)) for s in SOURCES]
         return fractions[SOURCES.index(source)] * self.served(source, *self._rates(fractions))
 
     def access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """Unloaded MMU latency plus the median wait at these offered fractions (arrays: one per iteration)."""
+        return self._scalar("latency", source, offered, self._access_latency_s)
+
+    def _access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         rates = self._rates(_clip01(offered.get(s, 0.0)) for s in SOURCES)
         return (self.latency_cycles[source] + self.wait_cycles(source, *rates)) / self.clock_hz

@@ -22,6 +22,7 @@ from .base_die import QUANTIZED_OPS, StackDequant
 from .errors import ConfigError, require
 from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
+from .memo import Memo
 from .operators import Shard, Work
 from .perf import ROOFLINE, PerfModel, layer_seconds
 from .vector_work import Step, decode_head, decode_layer
@@ -34,6 +35,11 @@ def _larger(work: Work):
 
 
 Share = Callable[[Any], Any]     # offered fraction of the bandwidth → the scale it obtains (arrays too)
+
+
+def _scalar(work: Work) -> bool:
+    """One iteration (not a decode block's arrays): its price can be memoised by its counts."""
+    return not any(isinstance(count, np.ndarray) for count in work)
 
 
 def _fraction(seconds_at_peak, seconds):
@@ -75,7 +81,17 @@ class GPUExecution:
     def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
              share: Share | None = None) -> Cost:
         """`loads` (the co-runners' offered loads) do not matter to a GPU beyond its share; with `share`, each
-        operator's share is the one its own offered load obtains."""
+        operator's share is the one its own offered load obtains. Without `share`, one iteration's price is
+        a function of its counts and `bandwidth_scale` alone (the executor is frozen): memoised."""
+        if share is None and _scalar(work):
+            return self._memo((work, bandwidth_scale), lambda: self._cost(work, bandwidth_scale, None))
+        return self._cost(work, bandwidth_scale, share)
+
+    @cached_property
+    def _memo(self) -> Memo:
+        return Memo()
+
+    def _cost(self, work: Work, bandwidth_scale: float, share: Share | None) -> Cost:
         gpu, shard = self.hardware.gpu, self.shard
         flop_rate = gpu.flops * self.sm_fraction
         reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
@@ -320,14 +336,25 @@ class PNMExecution:
     def cost(self, work: Work, bandwidth_scale: float = 1.0, loads: Mapping[str, float] | None = None,
              share: Share | None = None) -> Cost:
         """`loads["gpu"]`, the GPU's offered load, sets the MMU's wait; with `share`, each operator streams at the
-        share its own offered load obtains."""
+        share its own offered load obtains. Without `share`, one iteration's price is a function of its counts,
+        `bandwidth_scale` and the GPU's load alone (the executor and its arbiter are frozen): memoised."""
+        gpu_load = (loads or {}).get("gpu", 0.0)
+        if share is None and _scalar(work) and not isinstance(gpu_load, np.ndarray):
+            return self._memo((work, bandwidth_scale, gpu_load), lambda: self._cost(work, bandwidth_scale, gpu_load,
+                                                                                    None))
+        return self._cost(work, bandwidth_scale, gpu_load, share)
+
+    @cached_property
+    def _memo(self) -> Memo:
+        return Memo()
+
+    def _cost(self, work: Work, bandwidth_scale: float, gpu_load, share: Share | None) -> Cost:
         hw, shard, lane = self.hardware, self.shard, self.figures
         stacks = hw.gpu.stacks
         stack_bandwidth = hw.gpu.stack.bandwidth * hw.pnm.bandwidth_multiple     # the PNM's own read path
         byte_rate = stack_bandwidth * bandwidth_scale
         dequant = self.dequant
         fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
-        gpu_load = (loads or {}).get("gpu", 0.0)
         larger = _larger(work)
         smaller = np.minimum if larger is np.maximum else min
         groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)

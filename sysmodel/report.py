@@ -21,7 +21,7 @@ import numpy as np
 from .hbf.media import PAGE_BYTES
 from .engine import Request
 from .errors import require
-from .metrics import grouped_percentile, token_gaps
+from .metrics import grouped_percentile, request_row, token_gaps
 from .simulate import Result
 
 DATA_FILES = ("summary.json", "config.json", "requests.csv", "servers.csv")
@@ -135,8 +135,8 @@ def request_table(result: Result) -> Iterator[dict]:
         requests = result.requests[first:first + TABLE_CHUNK]
         gaps, starts = token_gaps(requests)
         p50, p99 = (grouped_percentile(gaps, starts, q).tolist() for q in (50, 99))
-        yield from ({**row, "tbt_p50_s": a, "tbt_p99_s": b}
-                    for row, a, b in zip(result.rows[first:first + TABLE_CHUNK], p50, p99, strict=True))
+        yield from ({**request_row(request), "tbt_p50_s": a, "tbt_p99_s": b}
+                    for request, a, b in zip(requests, p50, p99, strict=True))
 
 
 def server_table(result: Result) -> list[dict]:

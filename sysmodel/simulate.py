@@ -27,8 +27,13 @@ class Result:
     config: dict
     requests: list[Request]
     summary: dict
-    rows: list[dict] = field(default_factory=list)
     temperatures: list[tuple] = field(default_factory=list)   # (s, GPU, HBM, HBF C, throttle state) with HBF
+
+    @property
+    def rows(self) -> list[dict]:
+        """Each request's latencies (`metrics.request_row`), built when asked for: a run does not hold a dict per
+        request."""
+        return [request_row(r) for r in self.requests]
 
 
 def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = None,
@@ -81,8 +86,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
     if system.hbf:
         resolved["hbf"] = {**asdict(config.hbf), "stack": asdict(system.hbf[0].stack),
                            "provenance": [asdict(p) for p in PROVENANCE]}
-    return Result(resolved, requests, summary, [request_row(r) for r in requests],
-                  system.hbf[0].trace if system.hbf else [])
+    return Result(resolved, requests, summary, system.hbf[0].trace if system.hbf else [])
 
 
 def _hbf_summary(parts: list[dict]) -> dict:

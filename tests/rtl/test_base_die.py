@@ -100,8 +100,8 @@ def _run_view_port(views: list[dict], reads: list[int], beats_per_request) -> tu
 
 
 def test_a_view_read_row_by_row_reads_each_weight_beat_once() -> None:
-    """An INT4 view of 4-byte rows at rows 0x100…: rows 1–6 are beats 1–3 of weight beat 0 and 0–2 of weight beat 1
-    (weights from 0x8000); then row 0x40 outside every view passes at its byte address with the bypass tag. Each
+    """An INT4 view of 4-byte rows at rows 0x100…: rows 1–6 are beats 1–3 of weight beat 0 and 0–2 of weight
+    beat 1 (weights from 0x8000); then row 0x40 outside every view passes at its byte address with the bypass tag. Each
     DQB read's 4 beats answer the rows that asked for them, the others (beat 0 of the first read, beat 3 of the
     second) dropped."""
     expansion = {INT4_FP16: 4}

@@ -3,6 +3,8 @@ from dataclasses import dataclass
 
 from amaranth.lib import wiring
 
+from .base_die.params import BaseDieParams
+from .base_die.top import BaseDie
 from .dqb.dqb import DQB
 from .dqb.params import DQBParams
 from .fp.add import FP32Add
@@ -53,4 +55,6 @@ BLOCKS: dict[str, Block] = {block.name: block for block in (
     Block("pnm", PNMParams, PNM,
           "DuoPD PNM: controller, buffer, compute array, vector unit and MMU, running programs from a host start"),
     Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM pseudo-channel"),
+    Block("base_die", BaseDieParams, BaseDie,
+          "Base die of one pseudo-channel group: the PNM and its MMU reading memory through the DQB"),
 )}

@@ -77,4 +77,14 @@ BENCHES: dict[str, Bench] = {bench.block: bench for bench in (
                  "outstanding_reads": 16, "rounding": r} for r in ROUNDINGS),
           verify_only=({"interface_bits": 512, "internal_bits": 1024, "rounding": "nearest_even"},),
           verify_only_minutes=7, dram=True),
+    # The PNM's small set (2 lanes of 8 FP16, 4-byte rows) with a 128 KiB address space (the decode layer's
+    # operands below 64 KiB, the quantized weights above) and the small DQB's sizes (8 table entries, 32+32 S/Z
+    # lines); its build, like the PNM's, is dominated by the vector unit's (22 minutes on the loaded 2-core machine).
+    # The table's figures come from the ideal controller, as pytest's; `--memory-model hbm4` puts DuoPD's memory
+    # behind the DQB (each decode layer then takes minutes more of simulation).
+    Bench("base_die", "tb.base_die.bench",
+          ({"lanes": 2, "width": 8, "sublane_width": 4, "buffer_bytes": 4096, "banks": 8, "bank_bytes": 4, "depth": 64,
+            "address_bits": 17, "data_bits": 32, "mmu_outstanding": 4, "request_table_bytes": 256,
+            "sz_buffer_bytes": 256, "outstanding_reads": 16, "views": 8, "outstanding": 32},),
+          synthesis_budget_s=900, dram=True),
 )}

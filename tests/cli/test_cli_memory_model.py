@@ -8,7 +8,7 @@ from tb.verify import Run, planned_runs
 @pytest.mark.parametrize("argv,message", [
     (["verify", "mmu", "--memory-model", "hbm5"], "--memory-model 'hbm5' is not one of ideal, hbm3, hbm4"),
     (["verify", "fp32_add", "--memory-model", "hbm3"],
-     "--memory-model hbm3: the benches of fp32_add have no DRAM option (blocks that have one: mmu, dqb)"),
+     "--memory-model hbm3: the benches of fp32_add have no DRAM option (blocks that have one: mmu, dqb, base_die)"),
     (["verify", "mmu", "--memory-model", "hbm3", "--simulator", "icarus"],
      "--memory-model applies to Verilator runs, which measure the figures"),
 ])

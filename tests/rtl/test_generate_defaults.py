@@ -14,9 +14,9 @@ from rtl.registry import BLOCKS
 
 # The whole PNM at the paper's size (16 × 1,024 lanes, 1 MB) is left out: its generation alone takes minutes of
 # CPU and 2.4 GB (docs/design/pnm-top.md, "Generating", measured by hand); its units are generated here at their
-# defaults.
+# defaults. So is the base die, which holds it (docs/design/base-die.md).
 @pytest.mark.slow    # about a minute of CPU in all, half of it the DQB's 512-bit default
-@pytest.mark.parametrize("name", [name for name in BLOCKS if name != "pnm"])
+@pytest.mark.parametrize("name", [name for name in BLOCKS if name not in ("pnm", "base_die")])
 def test_generate_at_the_defaults(name: str, tmp_path, capsys) -> None:
     assert main(["generate", name, "-o", str(tmp_path)]) == 0
     assert f"module {name}(" in (tmp_path / f"{name}.v").read_text()

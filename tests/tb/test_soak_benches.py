@@ -15,10 +15,10 @@ pytestmark = pytest.mark.verilator
 N = 300
 RUNS = [("fp32_add", {}), ("mmu", {"out_of_order": True})] + [
     (block, BENCHES[block].configs[0]) for block in ("pnm_lane", "pnm_array", "pnm_vector", "pnm_controller",
-                                                     "pnm_buffer", "dqb", "pnm")]
+                                                     "pnm_buffer", "dqb", "pnm", "base_die")]
 INPUTS = {"fp32_add": ("i",), "mmu": ("gpu_req", "pnm_sub_requests"), "pnm_lane": ("i",), "pnm_array": ("i",),
           "pnm_vector": ("i",), "pnm_controller": ("commands",), "pnm_buffer": None, "dqb": ("gpu_req",),
-          "pnm": ("mc_req", "mc_resp")}
+          "pnm": ("mc_req", "mc_resp"), "base_die": ("mc_req", "mc_resp")}
 
 
 @pytest.mark.parametrize("block_name,config", built_together(RUNS))   # beside the bench test of its build
@@ -31,6 +31,6 @@ def test_soak_streams_n_beats_per_input_port(block_name: str, config: dict, tmp_
     inputs = INPUTS[block_name] or [name for name in soak["beats"] if name.endswith(("_rd", "_wr"))]
     assert soak["beats_per_port"] == N and all(soak["beats"][port] >= N for port in inputs), soak
     assert soak["cycles"] >= N and soak["memory"] == "ideal" and (soak["lost"], soak["duplicated"], soak["reordered"]) == (0, 0, 0)
-    if block_name == "pnm":   # the top's memory side: every request answered, and its programs all checked
+    if block_name in ("pnm", "base_die"):   # the memory side: every request answered, and its programs all checked
         assert soak["beats"]["mc_resp"] == soak["beats"]["mc_req"] and soak["beats"]["programs"] >= 1, soak
     assert (tmp_path / next(p.name for p in tmp_path.iterdir() if p.name.endswith("-soak"))).is_dir()

@@ -49,16 +49,17 @@ def test_a_changed_shared_source_makes_every_block_built_on_it_stale(tree: Path)
 
 
 def test_a_changed_block_source_makes_only_the_blocks_built_from_it_stale(tree: Path) -> None:
-    touch(tree / "rtl" / "mmu" / "arbiter.py")     # the MMU's, and the whole PNM's, which contains the MMU
-    with pytest.raises(verified.StaleTableError, match="stale: mmu, pnm measured on other rtl/ or tb/ sources"):
+    touch(tree / "rtl" / "mmu" / "arbiter.py")     # the MMU's, and the whole PNM's and the base die's, which contain it
+    with pytest.raises(verified.StaleTableError,
+                       match="stale: base_die, mmu, pnm measured on other rtl/ or tb/ sources"):
         verified.load(root=tree)
 
 
 @pytest.mark.parametrize("edited,blocks", [
     ("tb/pnm/bench.py", {"pnm_lane", "pnm_array"}),        # the bench
     ("tb/pnm/stimulus.py", {"pnm_lane", "pnm_array"}),     # its stimulus
-    ("tb/models/pnm.py", {"pnm_lane", "pnm_array", "pnm"}),  # its golden model (the whole PNM's model uses it)
-    ("tb/models/mmu.py", {"mmu", "pnm_controller", "pnm"}),  # the controller's model packs MMU instructions with it
+    ("tb/models/pnm.py", {"pnm_lane", "pnm_array", "pnm", "base_die"}),  # its golden model (the whole PNM's uses it)
+    ("tb/models/mmu.py", {"mmu", "pnm_controller", "pnm", "base_die"}),  # the controller's model packs MMU instructions
 ])
 def test_a_changed_bench_stimulus_or_golden_model_makes_its_blocks_stale(tree: Path, edited: str,
                                                                          blocks: set[str]) -> None:

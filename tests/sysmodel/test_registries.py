@@ -14,6 +14,7 @@ from sysmodel.reference import PAGE, update
 from sysmodel.registry import Registry
 from sysmodel.simulate import simulate
 from sysmodel.systems import SYSTEMS
+from sysmodel.traces import Trace
 from sysmodel.workload import FixedBatch
 
 
@@ -80,3 +81,34 @@ def test_the_configuration_pages_tables_are_current() -> None:
     assert "| `sm-7:3` | `SMPartition(prefill_fraction=0.7)` |" in text and "| `--batch` | `16` |" in text
     with pytest.raises(ValueError, match="unknown table 'nonesuch'"):
         update("<!-- table: nonesuch -->\n<!-- end -->")
+
+
+def test_an_item_registered_without_help_has_an_empty_help() -> None:
+    """The docs' tables print the help as given: none is an empty cell, not a placeholder."""
+    colours = Registry("colour")
+    colours.register("blue", 2)
+    assert colours.help("blue") == ""
+
+
+def test_one_colocated_instance_is_accounted_as_the_chunked_system() -> None:
+    """`colocated:1x8:sarathi` wires what `chunked` wires: one account of all eight GPUs (flops, bandwidth, power),
+    named after the instance, with the same utilisation and energy."""
+    workload = FixedBatch(4, 512, 8)
+    chunked, colocated = (simulate(SimulationConfig(system=s, model="llama2-7b", workload=workload)).summary
+                          for s in ("chunked", "colocated:1x8:sarathi"))
+    for figure in ("utilization", "energy_j"):
+        assert list(colocated[figure]["by_server"]) == ["instance 0 (TP8, sarathi)"]
+        assert list(colocated[figure]["by_server"].values()) == list(chunked[figure]["by_server"].values())
+    assert colocated["utilization"]["gpu_compute"] == chunked["utilization"]["gpu_compute"] > 0
+    assert colocated["energy_j"]["total"] == chunked["energy_j"]["total"] > 0
+
+
+def test_least_tokens_forgets_the_tokens_of_finished_requests(tmp_path) -> None:
+    """A long request (4,096 + 32 tokens) goes to instance 0, a short one (128 + 8) to instance 1; once both have
+    finished both instances have nothing outstanding, and the third request takes the tie's first instance,
+    which is then the busier one."""
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_len,output_len\n0,4096,32\n0,128,8\n10,4096,32\n")
+    busy = simulate(SimulationConfig(system="colocated:2x1:orca:least-tokens", model="llama2-7b",
+                                     workload=Trace(str(path)))).summary["utilization"]["by_server"]
+    assert busy["instance 0 (TP1, orca)"]["busy"] > 2 * busy["instance 1 (TP1, orca)"]["busy"]

@@ -112,3 +112,21 @@ def test_least_tokens_forgets_the_tokens_of_finished_requests(tmp_path) -> None:
     busy = simulate(SimulationConfig(system="colocated:2x1:orca:least-tokens", model="llama2-7b",
                                      workload=Trace(str(path)))).summary["utilization"]["by_server"]
     assert busy["instance 0 (TP1, orca)"]["busy"] > 2 * busy["instance 1 (TP1, orca)"]["busy"]
+
+
+def test_least_tokens_counts_every_routed_token_of_an_instance(tmp_path) -> None:
+    """All at t = 0: (100 + 1,000) to instance 0, (600 + 10) and (500 + 10) to instance 1, which then has more
+    outstanding (1,120 against 1,100), so (2,000 + 10) to instance 0: 3,110 tokens there, 1,120 on instance 1.
+    Counting a request's prompt minus its output, or its tokens without the earlier ones', routes otherwise."""
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_len,output_len\n0,100,1000\n0,600,10\n0,500,10\n0,2000,10\n")
+    compute = simulate(SimulationConfig(system="colocated:2x1:orca:least-tokens", model="llama2-7b",
+                                        workload=Trace(str(path)))).summary["utilization"]["by_server"]
+    assert compute["instance 0 (TP1, orca)"]["compute"] > 2 * compute["instance 1 (TP1, orca)"]["compute"]
+
+
+def test_a_colocated_instance_that_cannot_hold_the_model_is_named() -> None:
+    with pytest.raises(ConfigError) as error:
+        simulate(SimulationConfig(system="colocated:2x1", model="llama2-70b", hardware="a100-sxm4-80gb",
+                                  workload=FixedBatch(1, 16, 2)))
+    assert str(error.value).startswith("LLaMA2-70B does not fit on instance 0: 138.0 GB of weights per GPU")

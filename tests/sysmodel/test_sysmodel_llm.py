@@ -130,8 +130,8 @@ TINY_CONFIG = {"hidden_size": 64, "num_attention_heads": 8, "num_hidden_layers":
 @pytest.mark.parametrize(("replaced", "given", "field", "value"), [
     ("hidden_size", {"d_model": 64}, "hidden", 64),
     ("num_hidden_layers", {"num_layers": 2}, "layers", 2),
-    ("intermediate_size", {"n_inner": 256}, "ffn", 256),
-    ("intermediate_size", {"ffn_dim": 256}, "ffn", 256),
+    ("intermediate_size", {"n_inner": 192}, "ffn", 192),      # not the default, 4 × hidden = 256
+    ("intermediate_size", {"ffn_dim": 192}, "ffn", 192),
     (None, {"num_kv_heads": 2}, "kv_heads", 2),
     (None, {"num_local_experts": 4, "num_experts_per_tok": 2}, "experts", 4),
     (None, {"n_routed_experts": 4, "num_experts_per_tok": 2}, "experts", 4),

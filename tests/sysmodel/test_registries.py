@@ -8,7 +8,7 @@ import pytest
 from basedie.cli import main
 from basedie.simulation import simulate_parser
 from sysmodel.config import SimulationConfig
-from sysmodel.deployments import ROUTERS, SCHEDULERS, parse
+from sysmodel.deployments import ROUTERS, SCHEDULERS, Colocated, parse
 from sysmodel.errors import ConfigError
 from sysmodel.reference import PAGE, update
 from sysmodel.registry import Registry
@@ -130,3 +130,18 @@ def test_a_colocated_instance_that_cannot_hold_the_model_is_named() -> None:
         simulate(SimulationConfig(system="colocated:2x1", model="llama2-70b", hardware="a100-sxm4-80gb",
                                   workload=FixedBatch(1, 16, 2)))
     assert str(error.value).startswith("LLaMA2-70B does not fit on instance 0: 138.0 GB of weights per GPU")
+
+
+def test_deployment_specs_are_parsed_and_checked_with_exact_messages() -> None:
+    assert parse("colocated:2x4") == Colocated(2, 4, "sarathi", "round-robin")
+    assert Colocated(2, 1).tp == 1
+    for instances, tp in ((0, 1), (1, 0)):
+        with pytest.raises(ConfigError) as error:
+            Colocated(instances, tp)
+        assert str(error.value) == "colocated: instances and TP must be >= 1"
+    with pytest.raises(ConfigError) as error:
+        parse("pd:0x4+1x4")
+    assert str(error.value) == "pd:0x4+1x4: instance counts and TP degrees must be >= 1"
+    with pytest.raises(ConfigError) as error:
+        parse("nonesuch")
+    assert str(error.value).endswith("or colocated:NxT[:sarathi|vllm|orca[:round-robin|least-tokens]]")

@@ -193,11 +193,13 @@ from sysmodel.options import options as options_metadata, read as read_options  
 
 @dataclasses.dataclass(frozen=True)
 class _Options:
-    """A configuration of two fields: one named by its own option, one grouped under another option's name."""
+    """A configuration of three fields: one named by its own option, two grouped, one under another name."""
     size: int = dataclasses.field(default=4, metadata=options_metadata(
         Option("--size", "how many", type=int, required=True), check=at_least(1, "size")))
     rate: float = dataclasses.field(default=2.0, metadata=options_metadata(
         Option("--speed", "how fast", type=float), check=at_least(0.5, "rate"), group="timing"))
+    burst: int = dataclasses.field(default=1, metadata=options_metadata(
+        Option("--burst", "how many at once", type=int), group="timing"))
 
 
 def test_option_metadata_carries_its_options_reader_check_and_group() -> None:
@@ -211,8 +213,8 @@ def test_option_metadata_carries_its_options_reader_check_and_group() -> None:
 def test_a_configurations_options_are_added_in_their_groups_and_read_with_their_checks() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser, _Options)
-    assert [g.title for g in parser._action_groups][-1] == "timing"
-    assert [a.option_strings for a in parser._action_groups[-1]._group_actions] == [["--speed"]]
+    assert [g.title for g in parser._action_groups].count("timing") == 1
+    assert [a.option_strings for a in parser._action_groups[-1]._group_actions] == [["--speed"], ["--burst"]]
     with pytest.raises(SystemExit):
         parser.parse_args([])                                   # --size is required
     assert read_options(_Options, parser.parse_args(["--size", "3"])) == _Options(size=3, rate=2.0)

@@ -357,7 +357,6 @@ def _soak(names: list[str], params, table: Path, args, memory: str | None) -> in
 
     from basedie.verified import add_figures, entries_missing, sources_digest
     from rtl.registry import BLOCKS
-    from tb.benches import BENCHES
     from tb.verify import soak_runs, verify
 
     if args.soak < 1:
@@ -368,7 +367,7 @@ def _soak(names: list[str], params, table: Path, args, memory: str | None) -> in
     runs = soak_runs(names, params, args.soak)
     missing = entries_missing(table, [(run.block, BLOCKS[run.block].params(**run.config).as_dict(),
                                        sources_digest(BLOCKS[run.block].component.__module__,
-                                                      BENCHES[run.block].module)) for run in runs])
+                                                      BLOCKS[run.block].bench.module)) for run in runs])
     if missing:
         raise UsageError(f"--soak adds its figure to verified entries, and {table} has none measured on the current "
                          f"sources for: {'; '.join(missing)}")
@@ -384,17 +383,17 @@ def _soak(names: list[str], params, table: Path, args, memory: str | None) -> in
 
 def _memory_model(model: str | None, names: list[str]) -> str | None:
     """The memory model every run is behind, or None: each bench's own."""
-    from tb.benches import BENCHES
+    from rtl.registry import BLOCKS
     from tb.dram.timing import MEMORIES
 
     if model is None:
         return None
     if model not in MEMORIES:
         raise UsageError(f"--memory-model {model!r} is not one of {', '.join(MEMORIES)}")
-    without = [name for name in names if not BENCHES[name].dram]
+    without = [name for name in names if not BLOCKS[name].bench.dram]
     if model != "ideal" and without:
         raise UsageError(f"--memory-model {model}: the benches of {', '.join(without)} have no DRAM option (blocks "
-                         f"that have one: {', '.join(name for name, bench in BENCHES.items() if bench.dram)})")
+                         f"that have one: {', '.join(name for name, block in BLOCKS.items() if block.bench.dram)})")
     return model
 
 

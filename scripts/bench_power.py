@@ -8,20 +8,19 @@ import tempfile
 from pathlib import Path
 
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import run_bench
 from tb.synthesis import measured_power
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("block", choices=sorted(BENCHES))
+    parser.add_argument("block", choices=sorted(BLOCKS))
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     params = BLOCKS[args.block].params.from_strings(dict(p.split("=", 1) for p in args.param))
     with tempfile.TemporaryDirectory(prefix="basedie-bench-power-") as folder:
         runs = Path(folder)
-        run_bench(args.block, BENCHES[args.block].module, params, waves=True, runs=runs)
+        run_bench(args.block, BLOCKS[args.block].bench.module, params, waves=True, runs=runs)
         [vcd] = runs.glob("*/dump.vcd")
         p = measured_power(args.block, params, vcd)
     print(f"| {args.block} | {p['clock_hz'] / 1e6:g} MHz | {p['signals_toggle_rate']:.3f} | "

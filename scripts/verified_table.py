@@ -9,7 +9,6 @@ from pathlib import Path
 
 from basedie.verified import TABLE_PATH, load
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import non_default
 from tb.verify import bench_runs
 
@@ -27,7 +26,7 @@ def parameters(block: str, params: dict) -> str:
 def ordered(entries: list) -> list:
     """The entries in the order of `basedie run`'s bench runs; sets verified by name follow."""
     key = {(name, json.dumps(BLOCKS[name].params(**config).as_dict(), sort_keys=True)): k
-           for k, (name, config) in enumerate(bench_runs(list(BENCHES)))}
+           for k, (name, config) in enumerate(bench_runs(list(BLOCKS)))}
     return sorted(entries, key=lambda e: key.get((e.block, json.dumps(e.params, sort_keys=True)), len(key)))
 
 

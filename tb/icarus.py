@@ -5,14 +5,13 @@ from concurrent.futures import ProcessPoolExecutor
 
 from rtl.registry import BLOCKS
 
-from .benches import BENCHES
 from .runner import prepare_toolchain, run_bench
 from .verify import bench_runs
 
 
 def check_one(block_name: str, config: dict, waves: bool = False) -> tuple[str, dict]:
     params = BLOCKS[block_name].params(**config)
-    run_bench(block_name, BENCHES[block_name].module, params, waves=waves, simulator="icarus")
+    run_bench(block_name, BLOCKS[block_name].bench.module, params, waves=waves, simulator="icarus")
     return block_name, config
 
 

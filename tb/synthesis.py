@@ -29,7 +29,6 @@ from basedie.netlist_analysis import OUTPUT_LOAD_FF, analyse_design
 from basedie.vcd_activity import toggle_rates
 from basedie.verified import rtl_digest
 
-from .benches import BENCHES
 from .yosys import COMMAND, ready
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "sysmodel" / "data" / "synthesized_blocks.json"
@@ -289,13 +288,13 @@ def store(entries: list[dict], path: Path = TABLE_PATH) -> None:
 
 def bench_configurations(block_name: str) -> list[Params]:
     """Every parameter set the block's bench proves (`configs` and `verify_only`): what the table must cover."""
-    bench = BENCHES[block_name]
+    bench = BLOCKS[block_name].bench
     return [BLOCKS[block_name].params(**config) for config in bench.configs + bench.verify_only]
 
 
 def full_size(block_name: str, params: Params) -> bool:
     """Whether these are parameters the bench proves only under `basedie verify` (minutes to elaborate)."""
-    return any(params == BLOCKS[block_name].params(**config) for config in BENCHES[block_name].verify_only)
+    return any(params == BLOCKS[block_name].params(**config) for config in BLOCKS[block_name].bench.verify_only)
 
 
 def bench_runs(block_names: list[str]) -> list[tuple[str, Params]]:

@@ -10,7 +10,6 @@ from basedie.verified import VerifiedEntry, requested_params, sources_digest, to
 from rtl.params import Params
 from rtl.registry import BLOCKS
 
-from .benches import BENCHES
 from .progress import Progress
 from .runner import CLOCK_PERIOD_NS, run_bench, run_name
 
@@ -37,15 +36,15 @@ class Run:
 def bench_runs(block_names: list[str], include_verify_only: bool = True) -> list[tuple[str, dict]]:
     """Every (block, parameters) pair the benches of these blocks prove."""
     return [(name, config) for name in block_names
-            for config in BENCHES[name].configs + (BENCHES[name].verify_only if include_verify_only else ())]
+            for config in BLOCKS[name].bench.configs + (BLOCKS[name].bench.verify_only if include_verify_only else ())]
 
 
 def module_runs(module: str) -> list[tuple[str, dict]]:
     """The (block, parameters) pairs `pytest` proves with the bench `module` under Verilator (its `configs`, less
     `pytest_leaves`; not `verify_only`)."""
-    return [(name, config) for name, config in bench_runs([name for name, bench in BENCHES.items()
-                                                           if bench.module == module], include_verify_only=False)
-            if config not in BENCHES[name].pytest_leaves]
+    return [(name, config) for name, config in bench_runs([name for name, block in BLOCKS.items()
+                                                           if block.bench.module == module], include_verify_only=False)
+            if config not in BLOCKS[name].bench.pytest_leaves]
 
 
 def run_ids(runs: list[tuple[str, dict]]) -> list[str]:
@@ -60,7 +59,7 @@ def planned_runs(names: list[str], params: Params | None, quick: bool, table: Pa
     `configs`, other entries kept) and, in full runs, the sets verified by name into `table` earlier. Every run
     is behind `memory`, or (None) its bench's own (`Bench.memory`)."""
     def behind(name: str) -> str:
-        return memory or BENCHES[name].memory
+        return memory or BLOCKS[name].bench.memory
 
     if params is not None:
         return [Run(names[0], params.as_dict(), requested=True, memory=behind(names[0]))], ()
@@ -91,7 +90,7 @@ def soak_runs(names: list[str], params: Params | None, beats: int) -> list[Run]:
 
 def stated_seconds(run: Run) -> float | None:
     """The stated first-run time of a `verify_only` set (see `Bench.verify_only_minutes`), else None."""
-    bench = BENCHES[run.block]
+    bench = BLOCKS[run.block].bench
     if bench.verify_only_minutes is not None and run.config in bench.verify_only:
         return 60 * bench.verify_only_minutes
     return None
@@ -99,7 +98,7 @@ def stated_seconds(run: Run) -> float | None:
 
 def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
     """Run one bench and make its entry; `events` (a queue, if given) receives (run name, phase) as it goes."""
-    bench = BENCHES[run.block]
+    bench = BLOCKS[run.block].bench
     params = BLOCKS[run.block].params(**run.config)
     on_phase = (lambda phase: events.put((run.name, phase))) if events is not None else None
     started = time.monotonic()

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from basedie import verified
 from basedie.cli import main
 from rtl.params import NoParams
-from rtl.registry import BLOCKS, Block
+from rtl.registry import BLOCKS, Bench, Block
 from tb import runner
 
 from tests.bench_configurations import beside_build
@@ -42,7 +42,8 @@ class Incomplete(wiring.Component):
 def test_a_warning_fails_the_lint_and_every_bench_build(monkeypatch, tmp_path, capsys) -> None:
     """Bench builds use the lint's flags and waivers, with warnings fatal: building every block's bench
     configurations (the tests of tests/tb/) lints them, so the lint is not run again block by block here."""
-    monkeypatch.setitem(BLOCKS, "incomplete", Block("incomplete", NoParams, lambda params: Incomplete(), "planted"))
+    monkeypatch.setitem(BLOCKS, "incomplete", Block("incomplete", NoParams, lambda params: Incomplete(), "planted",
+                                                    Bench("tb.selftest")))
     assert main(["generate", "incomplete", "-o", str(tmp_path), "--lint"]) == 1
     assert "CASEINCOMPLETE" in capsys.readouterr().out
     monkeypatch.setattr(runner, "BUILD_ROOT", tmp_path / "build")

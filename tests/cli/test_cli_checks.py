@@ -182,3 +182,50 @@ def test_the_shared_prefix_and_the_modelling_effects_reach_the_configuration() -
     pd = config("--allreduce", "alpha-beta", "--allreduce-overlap", "--decode-hardware", "other",
                 base=["--system", "pd-1:1", "--model", "LLaMA2-70B"])
     assert (pd.all_reduce, pd.overlap, pd.decode_hardware) == ("alpha-beta", True, "other")
+
+
+import argparse  # noqa: E402  (the options module's own tests, added at the end of this file)
+import dataclasses  # noqa: E402
+
+from sysmodel.errors import ConfigError  # noqa: E402
+from sysmodel.options import Option, add_arguments, at_least, check_fields  # noqa: E402
+from sysmodel.options import options as options_metadata, read as read_options  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """A configuration of three fields: one named by its own option, two grouped, one under another name."""
+    size: int = dataclasses.field(default=4, metadata=options_metadata(
+        Option("--size", "how many", type=int, required=True), check=at_least(1, "size")))
+    rate: float = dataclasses.field(default=2.0, metadata=options_metadata(
+        Option("--speed", "how fast", type=float), check=at_least(0.5, "rate"), group="timing"))
+    burst: int = dataclasses.field(default=1, metadata=options_metadata(
+        Option("--burst", "how many at once", type=int), group="timing"))
+
+
+def test_option_metadata_carries_its_options_reader_check_and_group() -> None:
+    option, reader, check = Option("--x", "an x"), (lambda args, values: 1), (lambda value: None)
+    assert options_metadata(option, read=reader, check=check, group="g") == {
+        "options": (option,), "read": reader, "check": check, "group": "g"}
+    assert at_least(1, "max batch")(0) == "max batch must be >= 1, got 0"
+    assert at_least(1, "max batch")(1) is None and at_least(1, "max batch")(None) is None
+
+
+def test_a_configurations_options_are_added_in_their_groups_and_read_with_their_checks() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, _Options)
+    assert [g.title for g in parser._action_groups].count("timing") == 1
+    assert [a.option_strings for a in parser._action_groups[-1]._group_actions] == [["--speed"], ["--burst"]]
+    with pytest.raises(SystemExit):
+        parser.parse_args([])                                   # --size is required
+    assert read_options(_Options, parser.parse_args(["--size", "3"])) == _Options(size=3, rate=2.0)
+    with pytest.raises(ConfigError) as error:
+        read_options(_Options, parser.parse_args(["--size", "0"]))
+    assert str(error.value) == "size must be >= 1, got 0"       # the option is named as the field
+    with pytest.raises(ConfigError) as error:
+        read_options(_Options, parser.parse_args(["--size", "2", "--speed", "0.1"]))
+    assert str(error.value) == "--speed: rate must be >= 0.5, got 0.1"
+    with pytest.raises(ConfigError) as error:
+        check_fields(_Options(size=0))
+    assert str(error.value) == "size must be >= 1, got 0"
+    check_fields(_Options())

@@ -6,10 +6,10 @@ import pytest
 from basedie import verified
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.perf import PROFILES
+from sysmodel.perf import PROFILES, load_profile
 from sysmodel.presets import GPU_PRESETS
 from sysmodel.quantized import GemmModel, Quantization
-from sysmodel.quantized_measured import fp16_seconds
+from sysmodel.quantized_measured import fp16_seconds, profile_for, stream_seconds
 
 SXM = GPU_PRESETS["a100-sxm4-80gb"]
 
@@ -59,3 +59,30 @@ def test_kernels_nobody_measured_are_refused(quant):
 def test_unknown_kernel_model_is_refused():
     with pytest.raises(ConfigError, match="unknown kernel model"):
         Quantization("w4a16", 128, "dqb", kernel_model="fitted")
+
+
+@pytest.mark.parametrize("preset, profiled", [("a100-pcie-40gb", "a100"), ("a100-sxm4-80gb", "a100"),
+                                              ("h100-sxm5-80gb", "h100"), ("h200", "h100"), ("b200", "h100")])
+def test_each_gpu_is_priced_on_the_nearest_profiled_gpu(preset, profiled):
+    """Vidur profiled an A100 and an H100: A100s take the A100's profile, every later GPU the H100's."""
+    assert profile_for(GPU_PRESETS[preset]) is load_profile(profiled)
+
+
+def test_an_fp16_gemm_is_its_roofline_over_the_profiled_efficiency():
+    """Compute bound (4,096 tokens of Llama-2-7B's MLP up-projection, 4,096 × 11,008) and memory bound (one token,
+    reading `weight_bytes` of weights instead of the FP16 matrix) on the H100."""
+    gpu = GPU_PRESETS["h100-sxm5-80gb"]
+    profile, k, n = load_profile("h100"), 4096, 11008
+    compute = 2 * 4096 * k * n / 989.4e12
+    assert fp16_seconds(gpu, 4096, k, n, 3.35e12) == pytest.approx(compute / profile.gemm(k, n, 4096), rel=1e-12)
+    memory = (k * n // 2 + 2 * (k + n)) / 3.35e12           # 4-bit weights: half a byte each, FP16 activations
+    assert fp16_seconds(gpu, 1, k, n, 3.35e12, weight_bytes=k * n // 2) == pytest.approx(
+        memory / profile.gemm(k, n, 1), rel=1e-12)
+
+
+def test_a_dequantization_pass_streams_at_the_best_efficiency_measured_and_never_below_the_shortest_kernel():
+    gpu, profile = GPU_PRESETS["a100-sxm4-80gb"], load_profile("a100")
+    assert 0 < profile.best_byte_efficiency <= 1
+    assert stream_seconds(gpu, 1e9, 2.039e12) == pytest.approx(1e9 / (2.039e12 * profile.best_byte_efficiency),
+                                                               rel=1e-12)
+    assert stream_seconds(gpu, 1.0, 2.039e12) == profile.floor_s

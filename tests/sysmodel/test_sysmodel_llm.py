@@ -120,3 +120,78 @@ def test_qwen3_30b_a3b_preset_has_its_published_size() -> None:
     assert model.params == pytest.approx(30.5e9, rel=2e-3)
     assert model.layers * model.experts * model.expert_params * 2 / 2**30 == pytest.approx(54.0, abs=0.01)
     assert model.kv_bytes_per_token == 96 * 1024
+
+
+# A tiny Llama-style config: every other key spelling is tried against it below.
+TINY_CONFIG = {"hidden_size": 64, "num_attention_heads": 8, "num_hidden_layers": 2, "intermediate_size": 256,
+               "vocab_size": 100, "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize(("replaced", "given", "field", "value"), [
+    ("hidden_size", {"d_model": 64}, "hidden", 64),
+    ("num_hidden_layers", {"num_layers": 2}, "layers", 2),
+    ("intermediate_size", {"n_inner": 192}, "ffn", 192),      # not the default, 4 × hidden = 256
+    ("intermediate_size", {"ffn_dim": 192}, "ffn", 192),
+    (None, {"num_kv_heads": 2}, "kv_heads", 2),
+    (None, {"num_local_experts": 4, "num_experts_per_tok": 2}, "experts", 4),
+    (None, {"n_routed_experts": 4, "num_experts_per_tok": 2}, "experts", 4),
+    (None, {"num_experts": 4, "num_experts_per_token": 2}, "experts_per_token", 2),
+])
+def test_every_key_spelling_of_a_field_is_read(replaced, given, field, value) -> None:
+    config = {k: v for k, v in TINY_CONFIG.items() if k != replaced} | given
+    assert getattr(from_config(config, "tiny"), field) == value
+
+
+@pytest.mark.parametrize(("activation", "gated"), [
+    ({"hidden_act": "silu"}, True), ({"hidden_act": "swiglu"}, True), ({"hidden_act": "swish"}, True),
+    ({"hidden_act": "gelu"}, False), ({"activation_function": "silu"}, True),
+    ({"activation_function": "relu"}, False), ({}, True),
+])
+def test_silu_swiglu_and_swish_are_gated_mlps_and_silu_is_the_default(activation, gated) -> None:
+    config = {k: v for k, v in TINY_CONFIG.items() if k != "hidden_act"} | activation
+    assert from_config(config, "tiny").gated_mlp is gated
+
+
+def test_the_head_size_defaults_to_the_hidden_size_over_the_heads_as_an_integer() -> None:
+    model = from_config(TINY_CONFIG, "tiny")
+    assert model.head_dim == 8 and type(model.head_dim) is int
+    assert from_config(TINY_CONFIG | {"num_attention_heads": 1}, "tiny").head_dim == 64
+
+
+def test_a_mixtral_config_takes_its_expert_width_from_intermediate_size() -> None:
+    """Mixtral-8x7B (huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json, abridged): no moe_intermediate_size,
+    8 local experts of width 14,336; 46.7 B parameters (its model card)."""
+    config = {"hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+              "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+              "tie_word_embeddings": False, "vocab_size": 32000}
+    model = from_config(config, "Mixtral-8x7B")
+    assert model == LLM("Mixtral-8x7B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
+                        vocab=32000, gated_mlp=True, experts=8, experts_per_token=2)
+    assert model.params == pytest.approx(46.7e9, rel=1e-3)
+
+
+def test_a_dense_model_ignores_an_expert_width() -> None:
+    assert from_config(TINY_CONFIG | {"moe_intermediate_size": 32}, "tiny").ffn == 256
+
+
+def test_one_kv_head_is_a_valid_model() -> None:
+    """Multi-query attention: every size may be 1."""
+    assert LLM("mqa", layers=1, hidden=1, heads=1, kv_heads=1, head_dim=1, ffn=1, vocab=1, gated_mlp=True).group == 1
+
+
+def test_the_messages_of_unreadable_models_are_exact(tmp_path: Path, monkeypatch) -> None:
+    with pytest.raises(ConfigError) as error:
+        from_config([1, 2], "bad")
+    assert str(error.value) == "config.json must hold a JSON object"
+    with pytest.raises(ConfigError) as error:
+        resolve_model("llama-9000")
+    assert "not a preset (GPT3-175B, LLaMA2-70B, Qwen3-235B-A22B, OPT-13B," in str(error.value)
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(ConfigError) as error:
+        resolve_model(str(path))
+    assert str(error.value) == f"{path}: cannot be read (Permission denied)"

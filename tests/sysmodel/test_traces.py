@@ -225,3 +225,40 @@ def test_each_error_names_the_trace(tmp_path) -> None:
         path.write_text(text)
         with pytest.raises(ConfigError, match=f"^trace {path}(: |, ){message}"):
             Trace(str(path), repeat=repeat).generate()
+
+
+def test_bad_trace_options_are_refused_with_the_choices() -> None:
+    with pytest.raises(ConfigError) as error:
+        Trace("t.csv", arrivals="later")
+    assert str(error.value) == "trace arrivals must be one of trace, none, got 'later'"
+    with pytest.raises(ConfigError) as error:
+        Trace("t.csv", arrivals="none", repeat=2)
+    assert str(error.value) == ("repeating a trace replayed at t = 0 (arrivals none) only multiplies the requests: "
+                                "give more rows")
+
+
+@pytest.mark.parametrize("name", ["three.ndjson", "THREE.NDJSON"])
+def test_an_ndjson_file_is_read_as_json_lines(name, tmp_path) -> None:
+    path = tmp_path / name
+    path.write_text(FILES["mooncake.jsonl"])
+    assert relative(Trace(str(path)).generate()) == THREE
+
+
+def test_a_json_list_may_start_after_blank_lines(tmp_path) -> None:
+    path = tmp_path / "distserve.json"
+    path.write_text("\n  " + FILES["distserve.json"])
+    assert relative(Trace(str(path)).generate()) == THREE
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[{"start_time": 0,', ": not JSON ("),
+    ('{"timestamp": 0, "input_length": 1, "output_length": 1}\n{"timestamp": 1,\n', ", line 2: not JSON ("),
+    ('{"timestamp": 0, "input_length": 1, "output_length": 1}\n\n[1, 2]\n', ", line 3: not a JSON object"),
+])
+def test_a_malformed_json_line_is_named_by_its_line_number(text, message, tmp_path) -> None:
+    """Line numbers count from 1 and include blank lines, as an editor shows them."""
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        Trace(str(path)).generate()
+    assert str(error.value).startswith(f"trace {path}{message}")

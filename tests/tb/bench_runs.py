@@ -4,7 +4,6 @@ import pytest
 
 from rtl.params import Params
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import run_bench
 from tb.verify import module_runs
 
@@ -26,4 +25,4 @@ def each_run(bench_module: str):
 def measure(block_name: str, config: dict) -> tuple[Params, dict]:
     """The block's parameters at `config` and the figures its bench measured there."""
     params = BLOCKS[block_name].params(**config)
-    return params, run_bench(block_name, BENCHES[block_name].module, params)
+    return params, run_bench(block_name, BLOCKS[block_name].bench.module, params)

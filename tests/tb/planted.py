@@ -5,6 +5,7 @@ Planted bugs run under Icarus: it compiles a variant in seconds where Verilator 
 per variant, and a bench that fails stops its test at the first wrong beat. (Icarus runs a shorter stimulus in
 the FP and vector-unit benches and the MMU's grid: a planted bug must show within it.)"""
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 from amaranth.hdl import Module, Signal
@@ -53,7 +54,7 @@ class Throttled(wiring.Component):
 def throttled(block_name: str, port: str) -> Block:
     """A registry entry building `block_name` with `port` throttled (for `monkeypatch.setitem(BLOCKS, ...)`)."""
     block = BLOCKS[block_name]
-    return Block(block.name, block.params, lambda params: Throttled(block.component(params), port), block.summary)
+    return replace(block, component=lambda params: Throttled(block.component(params), port))
 
 
 class AlwaysReady(wiring.Component):
@@ -77,4 +78,4 @@ class AlwaysReady(wiring.Component):
 def always_ready(block_name: str, port: str) -> Block:
     """A registry entry building `block_name` with `port` always ready."""
     block = BLOCKS[block_name]
-    return Block(block.name, block.params, lambda params: AlwaysReady(block.component(params), port), block.summary)
+    return replace(block, component=lambda params: AlwaysReady(block.component(params), port))

@@ -7,7 +7,6 @@ from amaranth.hdl import Signal
 from rtl.dqb import dqb as rtl_dqb
 from rtl.dqb import processing, sz_requests
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 
 from tests.tb.bench_runs import each_run, measure
 from tests.tb.planted import failed_tests, needs_icarus
@@ -38,7 +37,7 @@ def test_bench(block_name: str, config: dict) -> None:
 
 def _views_fail(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "views")
-    params = BLOCKS["base_die"].params(**BENCHES["base_die"].configs[0])
+    params = BLOCKS["base_die"].params(**BLOCKS["base_die"].bench.configs[0])
     assert failed_tests("base_die", "tb.base_die.bench", params, tmp_path) == {"views"}
 
 

@@ -9,7 +9,6 @@ from amaranth.lib import wiring
 from rtl.dqb import dqb as rtl_dqb
 from rtl.dqb import processing, request_table, sz_requests
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.models.pc_layout import sz_read_fraction
 from tb.runner import run_bench
 
@@ -44,7 +43,7 @@ def _planted_fails(monkeypatch, tmp_path, tests: str) -> set[str]:
     """The bench's cocotb tests matching `tests` (a regex) under Icarus on the (mutated) DQB at its first pytest
     size; the names of those that failed."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", tests)
-    return failed_tests("dqb", "tb.dqb.bench", BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0]), tmp_path)
+    return failed_tests("dqb", "tb.dqb.bench", BLOCKS["dqb"].params(**BLOCKS["dqb"].bench.configs[0]), tmp_path)
 
 
 @needs_icarus
@@ -139,6 +138,6 @@ def test_random_traffic_is_exact_behind_hbm4(monkeypatch, tmp_path) -> None:
     """Behind the HBM4 pseudo channel (in-order answers, row misses, refresh) the mixed traffic (stores to scale
     and zero-point lines, unaligned addresses, disabled and overlapping entries) is still exact."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "random_traffic_under_back_pressure")
-    params = BLOCKS["dqb"].params(**BENCHES["dqb"].configs[0])
+    params = BLOCKS["dqb"].params(**BLOCKS["dqb"].bench.configs[0])
     figures = run_bench("dqb", "tb.dqb.bench", params, runs=tmp_path, simulator="icarus", memory="hbm4")
     assert figures["random_reads"] > 500 and figures["random_stores"] > 30, figures

@@ -5,7 +5,6 @@ not installed (`apt-get install iverilog`; `.ci/run` installs it)."""
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import run_bench
 from tb.verify import bench_runs, run_ids
 
@@ -13,13 +12,13 @@ from tests.tb.planted import needs_icarus
 
 pytestmark = pytest.mark.verilator
 
-RUNS = bench_runs(list(BENCHES), include_verify_only=False)
+RUNS = bench_runs(list(BLOCKS), include_verify_only=False)
 
 
 @needs_icarus
 @pytest.mark.parametrize("block_name,config", RUNS, ids=run_ids(RUNS))
 def test_bench_under_icarus(block_name: str, config: dict) -> None:
-    figures = run_bench(block_name, BENCHES[block_name].module, BLOCKS[block_name].params(**config),
+    figures = run_bench(block_name, BLOCKS[block_name].bench.module, BLOCKS[block_name].params(**config),
                         simulator="icarus")
     checked = {name: count for name, count in figures.items() if name.endswith("_checked")}
     assert checked and all(count > 0 for count in checked.values()), checked  # each bench names what it checked

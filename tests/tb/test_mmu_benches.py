@@ -9,7 +9,6 @@ from rtl.mmu import lsu
 from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
 from tests.bench_configurations import beside_build
@@ -41,7 +40,7 @@ def test_an_lsu_without_protection_is_caught(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "protection_faults")  # the one test that needs to see it
     # Under pytest cocotb's runner exits on failing tests; elsewhere ours raises BenchFailed.
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("mmu", BENCHES["mmu"].module, SMALL, runs=tmp_path, simulator="icarus")
+        run_bench("mmu", BLOCKS["mmu"].bench.module, SMALL, runs=tmp_path, simulator="icarus")
     results = ET.parse(next(tmp_path.glob("mmu-*/results.xml")))
     assert {case.get("name") for case in results.iter("testcase") if case.find("failure") is not None} \
         == {"protection_faults"}
@@ -56,10 +55,10 @@ def test_an_mmu_issuing_every_other_cycle_halves_its_measured_rate_and_doubles_i
     (cycle counts do not depend on the simulator, and `tests/tb/test_icarus_benches.py` runs the same test on it
     under Icarus); the planted one, a Verilog of its own, under Icarus."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "saturated_throughput")
-    full = run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "full")
+    full = run_bench("mmu", BLOCKS["mmu"].bench.module, MMUParams(), runs=tmp_path / "full")
     monkeypatch.setitem(BLOCKS, "mmu", throttled("mmu", "mc_req"))
     with pytest.raises((SystemExit, BenchFailed)):
-        run_bench("mmu", BENCHES["mmu"].module, MMUParams(), runs=tmp_path / "slow", simulator="icarus")
+        run_bench("mmu", BLOCKS["mmu"].bench.module, MMUParams(), runs=tmp_path / "slow", simulator="icarus")
     slow = json.loads(next((tmp_path / "slow").glob("mmu*/figures.json")).read_text())
     assert (full["initiation_interval"], full["requests_per_cycle_saturated"]) == (1, 1.0)
     assert slow["initiation_interval"] == 2

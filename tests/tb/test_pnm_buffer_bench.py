@@ -9,7 +9,6 @@ from tests.tb.planted import always_ready, failed_tests, needs_icarus
 
 from rtl.pnm_buffer import arbiter, buffer
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.verify import module_runs
 
 pytestmark = pytest.mark.verilator
@@ -34,7 +33,7 @@ def test_bench(block_name: str, config: dict) -> None:
 
 def small() -> tuple[str, str, object]:
     block_name, config = module_runs("tb.pnm_buffer.bench")[0]
-    return block_name, BENCHES[block_name].module, BLOCKS[block_name].params(**config)
+    return block_name, BLOCKS[block_name].bench.module, BLOCKS[block_name].params(**config)
 
 
 @needs_icarus

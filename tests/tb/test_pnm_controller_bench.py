@@ -5,7 +5,6 @@ import pytest
 from rtl.pnm_controller import controller, decode
 from rtl.pnm_controller.outstanding import Outstanding
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run, measure
@@ -27,7 +26,7 @@ def test_bench(block_name: str, config: dict) -> None:
 
 def _planted(monkeypatch, tmp_path, test: str) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", test)
-    params = BLOCKS["pnm_controller"].params(**BENCHES["pnm_controller"].configs[0])
+    params = BLOCKS["pnm_controller"].params(**BLOCKS["pnm_controller"].bench.configs[0])
     with pytest.raises((SystemExit, BenchFailed)):
         run_bench("pnm_controller", "tb.pnm_controller.bench", params, runs=tmp_path, simulator="icarus")
 

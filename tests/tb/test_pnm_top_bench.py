@@ -8,7 +8,6 @@ from rtl.fp.convert import FP32NarrowParams
 from rtl.pnm_top import dot, elementwise, top
 from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import run_bench
 
 from tests.tb.bench_runs import each_run, measure
@@ -67,7 +66,7 @@ def _planted_fails(monkeypatch, tmp_path, module, name: str, change) -> None:
 
 def _only_programs_fail(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
-    params = BLOCKS["pnm"].params(**BENCHES["pnm"].configs[0])
+    params = BLOCKS["pnm"].params(**BLOCKS["pnm"].bench.configs[0])
     assert failed_tests("pnm", "tb.pnm_top.bench", params, tmp_path) == {"programs"}
 
 
@@ -116,6 +115,6 @@ def test_the_programs_pass_under_icarus_at_another_size(monkeypatch, tmp_path) -
     `basedie verify pnm --simulator icarus --param data_bits=128 …` (docs/design/pnm-top.md). The control for the
     planted bugs, the whole bench at the bench's size under Icarus, is `tests/tb/test_icarus_benches.py`'s."""
     monkeypatch.setenv("COCOTB_TEST_FILTER", "programs")
-    params = BLOCKS["pnm"].params(**(BENCHES["pnm"].configs[0] | {"lanes": 4, "width": 16, "sublane_width": 4,
+    params = BLOCKS["pnm"].params(**(BLOCKS["pnm"].bench.configs[0] | {"lanes": 4, "width": 16, "sublane_width": 4,
                                                                    "data_bits": 64}))
     run_bench("pnm", "tb.pnm_top.bench", params, runs=tmp_path, simulator="icarus")

@@ -6,7 +6,6 @@ import pytest
 from rtl.pnm_vector import approx
 from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.verilator
 @each_run("tb.pnm_vector.bench")
 def test_bench(block_name: str, config: dict) -> None:
     params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, BENCHES[block_name].module, params)
+    figures = run_bench(block_name, BLOCKS[block_name].bench.module, params)
     latency = BLOCKS[block_name].build(params).latency
     assert figures["latency_cycles"] == latency and figures["initiation_interval"] == 1
     for op in Op:

@@ -5,7 +5,6 @@ benches' own tests use."""
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.runner import run_bench
 
 from tests.tb.bench_runs import built_together
@@ -14,8 +13,8 @@ pytestmark = pytest.mark.verilator
 
 N = 300
 RUNS = [("fp32_add", {}), ("mmu", {"out_of_order": True})] + [
-    (block, BENCHES[block].configs[0]) for block in ("pnm_lane", "pnm_array", "pnm_vector", "pnm_controller",
-                                                     "pnm_buffer", "dqb", "pnm", "base_die")]
+    (block, BLOCKS[block].bench.configs[0]) for block in ("pnm_lane", "pnm_array", "pnm_vector", "pnm_controller",
+                                                          "pnm_buffer", "dqb", "pnm", "base_die")]
 INPUTS = {"fp32_add": ("i",), "mmu": ("gpu_req", "pnm_sub_requests"), "pnm_lane": ("i",), "pnm_array": ("i",),
           "pnm_vector": ("i",), "pnm_controller": ("commands",), "pnm_buffer": None, "dqb": ("gpu_req",),
           "pnm": ("mc_req", "mc_resp"), "base_die": ("mc_req", "mc_resp")}
@@ -24,7 +23,7 @@ INPUTS = {"fp32_add": ("i",), "mmu": ("gpu_req", "pnm_sub_requests"), "pnm_lane"
 @pytest.mark.parametrize("block_name,config", built_together(RUNS))   # beside the bench test of its build
 def test_soak_streams_n_beats_per_input_port(block_name: str, config: dict, tmp_path) -> None:
     params = BLOCKS[block_name].params(**config)
-    figures = run_bench(block_name, BENCHES[block_name].module, params, runs=tmp_path, soak=N)
+    figures = run_bench(block_name, BLOCKS[block_name].bench.module, params, runs=tmp_path, soak=N)
     soak = figures["soak"]
     others = {"latency_cycles", "arbitration", "back_pressure_vectors", "random_vectors"}  # other tests' figures
     assert not set(figures) & others, "the soak test ran with others"

@@ -14,7 +14,6 @@ from basedie.cli import main
 from rtl.generate import verilog_of
 from rtl.registry import BLOCKS
 from tb import synthesis
-from tb.benches import BENCHES
 from tb.synthesis import Netlist, SynthesisError, figures, run_yosys
 
 from tests.bench_configurations import bench_params
@@ -238,12 +237,12 @@ def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path
 def attempted_within_budget(name: str, entry: dict) -> bool:
     """A bench configuration may stand as an attempt only if its bench states a synthesis budget and Yosys was
     given at least that long."""
-    budget = BENCHES[name].synthesis_budget_s
+    budget = BLOCKS[name].bench.synthesis_budget_s
     return budget is not None and entry["provenance"].get("timed_out_after_s", 0) >= budget
 
 
 def test_an_attempt_counts_only_for_a_bench_with_a_budget_it_was_given() -> None:
-    budget = BENCHES["pnm_vector"].synthesis_budget_s
+    budget = BLOCKS["pnm_vector"].bench.synthesis_budget_s
     attempt = {"figures": None, "provenance": {"timed_out_after_s": budget}}
     assert attempted_within_budget("pnm_vector", attempt)
     assert not attempted_within_budget("pnm_vector", {"figures": None, "provenance": {"timed_out_after_s": budget / 5}})
@@ -270,7 +269,7 @@ def test_the_committed_table_holds_every_pytest_configuration_synthesized_from_t
     assert entry["provenance"]["verilog_sha256"] == synthesis.verilog_digest(verilog_text(name, params)), \
         f"{name} {config}: synthesized from other Verilog; run `basedie synth all` and commit the table"
     assert entry["figures"] is not None or attempted_within_budget(name, entry), \
-        f"{name} {config}: only attempted (its bench's synthesis_budget_s: {BENCHES[name].synthesis_budget_s})"
+        f"{name} {config}: only attempted (its bench's synthesis_budget_s: {BLOCKS[name].bench.synthesis_budget_s})"
 
 
 def test_the_committed_table_holds_every_full_size_configuration_synthesized_from_todays_rtl() -> None:

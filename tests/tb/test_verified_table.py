@@ -10,13 +10,12 @@ import pytest
 
 from basedie import verified
 from rtl.registry import BLOCKS
-from tb.benches import BENCHES
 from tb.verify import bench_runs
 
 
 def test_committed_table_matches_current_sources() -> None:
     table = verified.load()  # raises StaleTableError when rtl/ or tb/ changed since `basedie verify`
-    for block_name, config in bench_runs(list(BENCHES)):
+    for block_name, config in bench_runs(list(BLOCKS)):
         entry = table.entry(block_name, **config)  # the stated timing: tests/rtl/test_timing_statements.py
         assert entry.provenance["cycles_simulated"] > 0
         assert {"verilator", "cocotb", "amaranth"} <= set(entry.provenance["tools"])
@@ -73,7 +72,7 @@ def test_a_changed_shared_bench_part_makes_every_block_stale(tree: Path) -> None
     touch(tree / "tb" / "bench.py")
     with pytest.raises(verified.StaleTableError) as stale:
         verified.load(root=tree)
-    assert stale_blocks(stale) == set(BENCHES)
+    assert stale_blocks(stale) == set(BLOCKS)
 
 
 def committed_entries() -> list[dict]:

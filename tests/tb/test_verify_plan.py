@@ -5,15 +5,15 @@ import json
 
 from basedie.verified import VerifiedEntry, store
 from rtl.pnm.params import LaneParams
-from tb.benches import BENCHES
+from rtl.registry import BLOCKS
 from tb.progress import Progress, read_timings
 from tb.verify import Run, module_runs, planned_runs, stated_seconds
 
 
 def test_quick_runs_only_the_small_configs_and_keeps_other_entries(tmp_path) -> None:
     runs, remeasured = planned_runs(["pnm_lane", "dqb"], None, True, tmp_path / "table.json")
-    assert [(r.block, r.config) for r in runs] == [("pnm_lane", c) for c in BENCHES["pnm_lane"].configs] + [
-        ("dqb", c) for c in BENCHES["dqb"].configs]
+    assert [(r.block, r.config) for r in runs] == [("pnm_lane", c) for c in BLOCKS["pnm_lane"].bench.configs] + [
+        ("dqb", c) for c in BLOCKS["dqb"].bench.configs]
     assert remeasured == ()
 
 
@@ -23,9 +23,9 @@ def test_pytest_leaves_only_sets_whose_target_and_rounding_it_proves_in_another(
     narrow = [config for block, config in module_runs("tb.fp.bench") if block == "fp32_narrow"]
     assert narrow == [{"target": "fp16", "rounding": "nearest_even"}, {"target": "bf16", "rounding": "toward_zero_ftz"}]
     assert [r.config for r in planned_runs(["fp32_narrow"], None, True, tmp_path / "t.json")[0]] == \
-        list(BENCHES["fp32_narrow"].configs) and len(BENCHES["fp32_narrow"].configs) == 4
-    for bench in BENCHES.values():
-        assert all(config in bench.configs for config in bench.pytest_leaves), bench.block
+        list(BLOCKS["fp32_narrow"].bench.configs) and len(BLOCKS["fp32_narrow"].bench.configs) == 4
+    for name, block in BLOCKS.items():
+        assert all(config in block.bench.configs for config in block.bench.pytest_leaves), name
 
 
 def test_a_named_set_runs_alone_and_a_full_verify_re_measures_it(tmp_path) -> None:
@@ -35,14 +35,15 @@ def test_a_named_set_runs_alone_and_a_full_verify_re_measures_it(tmp_path) -> No
     table = tmp_path / "table.json"
     store([VerifiedEntry("pnm_lane", params.as_dict(), {}, {"requested": True})], table)
     runs, remeasured = planned_runs(["pnm_lane"], None, False, table)
-    bench_sets = BENCHES["pnm_lane"].configs + BENCHES["pnm_lane"].verify_only
+    bench_sets = BLOCKS["pnm_lane"].bench.configs + BLOCKS["pnm_lane"].bench.verify_only
     assert [r.config for r in runs] == [*bench_sets, params.as_dict()] and remeasured == ("pnm_lane",)
-    assert planned_runs(["pnm_lane"], None, True, table)[0] == [Run("pnm_lane", c) for c in BENCHES["pnm_lane"].configs]
+    assert planned_runs(["pnm_lane"], None, True, table)[0] == [Run("pnm_lane", c)
+                                                                for c in BLOCKS["pnm_lane"].bench.configs]
 
 
 def test_estimates_use_recorded_times_then_stated_ones(tmp_path) -> None:
-    full_size = Run("pnm_lane", BENCHES["pnm_lane"].verify_only[0])
-    small = Run("pnm_lane", BENCHES["pnm_lane"].configs[0])
+    full_size = Run("pnm_lane", BLOCKS["pnm_lane"].bench.verify_only[0])
+    small = Run("pnm_lane", BLOCKS["pnm_lane"].bench.configs[0])
     assert stated_seconds(full_size) == 13 * 60 and stated_seconds(small) is None
     timings = tmp_path / "timings.json"
     timings.write_text(json.dumps({small.name: 40.0}))

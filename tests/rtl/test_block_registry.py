@@ -38,7 +38,7 @@ def test_generate_writes_a_registered_toy_block(toy, tmp_path, capsys) -> None:
 
 def test_the_command_line_tables_and_verify_plan_list_the_toy(toy, tmp_path, capsys) -> None:
     assert main(["generate", "nonesuch", "-o", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.rstrip().endswith(", dqb, toy, all)")
+    assert capsys.readouterr().err.rstrip().endswith(", base_die, toy, all)")
     for other in [name for name in BLOCKS if name != "toy"]:
         del BLOCKS[other]    # the other blocks' tables build them at the paper's sizes (tests/rtl/test_port_table.py)
     assert port_table.markdown().startswith("### `toy`: a one-stage register stream (a test's toy)")

@@ -2,11 +2,10 @@
 
 DuoPD's PNM multiplies FP16; StreamDQ's DQB sits on the read path of every pseudo-channel and returns FP16
 for tagged reads. On one base die the PNM's decode reads the stored (packed + S/Z) bytes from the stack and
-the DQBs deliver FP16 to the lanes. No RTL block joins the two yet: this prices the join from the verified
-`dqb` entry (its beats per cycle by mode, its read latency, the S/Z share of the bytes read) beside the
-verified `pnm` figures `PNMExecution` already uses, at the DQB's design clock. The composed block and its
-bench are later work; until then these are the two blocks' own figures, composed here.
-"""
+the DQBs deliver FP16 to the lanes. This prices the join from the verified `dqb` entry (its beats per cycle by
+mode, its read latency, the S/Z share of the bytes read) beside the verified `pnm` figures `PNMExecution` already
+uses, at the DQB's design clock. The RTL block `base_die` (rtl/base_die/) joins the two and is verified at a
+small size; its figures are not yet read here."""
 from dataclasses import dataclass
 
 from .errors import require

@@ -44,7 +44,7 @@ def test_a_pnm_is_its_lanes_its_scaled_vector_unit_and_its_other_parts(tmp_path:
 
 def test_a_missing_entry_names_the_command_that_synthesizes_it(tmp_path: Path) -> None:
     path = _table(tmp_path, [e for e in _pnm_entries() if e["block"] != "pnm_vector"])
-    with pytest.raises(KeyError, match="basedie synth pnm_vector"):
+    with pytest.raises(StaleTableError, match="basedie synth pnm_vector"):
         power.pnm_power_w(16, 1024, 128, 1e9, path)
 
 

@@ -3,7 +3,8 @@ composed, on the same requests.
 
     python scripts/base_die_study.py [--out DIR] [--quick] [--slo-ms X] [--doc PATH]
 
-Per model and row: TPOT and TTFT p50 and energy per output token at a common load, the HBF media bytes read, and
+Per model and row: TPOT and TTFT p50 and energy per output token at a common load (with the base die's synthesized
+power, and with the papers' 6.45 W per PNM and 0.355 W per DQB: `--power-source paper`), the HBF media bytes read, and
 the largest rate of the QPS grid at which TPOT p90 stays within the SLO (the sweep stops at the first rate that
 misses it). Writes `rows.csv` (every simulation), `headline.csv` + `headline.md` and `tpot.png` to
 build/study/base_die/; `--doc` also writes the headline with its command into a Markdown page. A row the model
@@ -75,6 +76,7 @@ def study(scale: Scale, slo_ms: float, table) -> tuple[list[dict], list[dict]]:
         for name, flags, fields in ROWS:
             at_load = run(model, fields, scale, scale.load_qps, table)
             runs.append({"model": model, "row": name, "qps": scale.load_qps, **at_load})
+            paper = run(model, {**fields, "power_source": "paper"}, scale, scale.load_qps, table)
             best = math.nan
             if at_load["status"] == "ok":
                 for qps in scale.qps_grid:
@@ -88,6 +90,7 @@ def study(scale: Scale, slo_ms: float, table) -> tuple[list[dict], list[dict]]:
                              "status": at_load["status"],
                              **{k: at_load.get(k, math.nan) for k in ("tpot_p50_ms", "ttft_p50_ms",
                                                                         "energy_j_per_token", "flash_read_gb")},
+                             "energy_j_per_token_paper": paper.get("energy_j_per_token", math.nan),
                              "max_qps_at_slo": best})
     return runs, headline
 
@@ -115,11 +118,12 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
              "prefill queue shows in TTFT, not TPOT. Flash read: bytes read from the HBF media. One row at "
              f"one rate from the command line: `basedie simulate --model MODEL FLAGS --qps X --requests {scale.requests} "
              f"--input-len {INPUT_LEN} --output-len {OUTPUT_LEN} --length-cv {CV} --seed {SEED}`.", "",
-             "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | flash read GB | max QPS | status |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | J / output token, papers' power "
+             "| flash read GB | max QPS | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h in headline:
         numbers = " | ".join("-" if math.isnan(h[k]) else f"{h[k]:.4g}" for k in (
-            "tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "flash_read_gb"))
+            "tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "energy_j_per_token_paper", "flash_read_gb"))
         best = "-" if h["status"] != "ok" else ("0" if math.isnan(h["max_qps_at_slo"]) else
                                                 f"{'>= ' * (h['max_qps_at_slo'] == scale.qps_grid[-1])}"
                                                 f"{h['max_qps_at_slo']:g}")

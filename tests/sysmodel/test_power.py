@@ -34,14 +34,16 @@ def _pnm_entries() -> list[dict]:
             _entry("pnm_buffer", {"total_bytes": 65536, "design_clock_hz": 1e9}, 0.3),
             _entry("pnm_controller", {"design_clock_hz": 1e9}, 0.02),
             _entry("mmu", {"out_of_order": False, "design_clock_hz": 1e9}, 0.05),
-            _entry("dqb", {"interface_bits": 512, "rounding": "nearest_even", "design_clock_hz": 328e6}, 0.07)]
+            _entry("dqb", {"interface_bits": 32, "rounding": "nearest_even", "design_clock_hz": 328e6}, 0.07),
+            _entry("dqb", {"interface_bits": 32, "rounding": "toward_zero_ftz", "design_clock_hz": 328e6}, 0.06)]
 
 
 def test_a_pnm_is_its_lanes_its_scaled_vector_unit_and_its_other_parts(tmp_path: Path) -> None:
     path = _table(tmp_path, _pnm_entries())
     # 16 lanes of 0.25 W, a 128-lane vector unit from a 2-lane one of 0.01 W, buffer, controller and MMU.
     assert power.pnm_power_w(16, 1024, 128, 1e9, path) == pytest.approx(16 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05)
-    assert power.dqb_power_w(path) == pytest.approx(0.07)
+    # Table 5's DQB: the 2-lane, 32-bit DQB counted once per 32 bits of its 512-bit interface.
+    assert power.dqb_power_w(path) == pytest.approx(16 * 0.07)
 
 
 def test_a_missing_entry_names_the_command_that_synthesizes_it(tmp_path: Path) -> None:
@@ -52,7 +54,7 @@ def test_a_missing_entry_names_the_command_that_synthesizes_it(tmp_path: Path) -
 
 def test_an_entry_synthesized_from_other_rtl_sources_is_refused(tmp_path: Path) -> None:
     entries = _pnm_entries()
-    entries[-1] = _entry("dqb", entries[-1]["params"], 0.07, digest="from older sources")
+    entries[-2] = _entry("dqb", entries[-2]["params"], 0.07, digest="from older sources")
     with pytest.raises(StaleTableError, match="basedie synth dqb"):
         power.dqb_power_w(_table(tmp_path, entries))
 

@@ -538,31 +538,25 @@ def fig15(scale: Scale, out: Path) -> list[Claim]:
 
 def fig16(scale: Scale, out: Path) -> list[Claim]:
     """GPT3-175B energy, DuoPD vs PD 1:1, split into prefill (servers named "prefill…") and decode (the rest: the
-    decode server and, for PD, the NVLink KV transfer the paper counts against decoding, §6.7). DuoPD runs with the
-    PNM's synthesized power and again with the paper's 6.45 W per stack (`energy_j_paper`, `[paper PNM power]`
-    claims); PD 1:1 has no PNM."""
+    decode server and, for PD, the NVLink KV transfer the paper counts against decoding, §6.7)."""
     configs = {(o, s): SimulationConfig(system=s, model="GPT3-175B",
                                         workload=FixedBatch(FIG16_REQUESTS, FIG16_INPUT, o), max_batch=16)
                for o, s in product(FIG16_OUTPUTS, ("pd-1:1", "duopd"))}
-    paper_configs = {(o, "duopd"): replace(configs[(o, "duopd")], power_source="paper") for o in FIG16_OUTPUTS}
-    prefetch([*configs.values(), *paper_configs.values()])
+    prefetch(configs.values())
     runs = {k: run(c) for k, c in configs.items()}
-    paper_runs = {**runs, **{k: run(c) for k, c in paper_configs.items()}}
-    energy, energy_paper = {}, {}
-    for results, split in ((runs, energy), (paper_runs, energy_paper)):
-        for key, r in results.items():
-            parts = r.summary.get("energy_j", {}).get("by_server", {})
-            prefill = sum(v for k, v in parts.items() if k.startswith("prefill")) if r.result else math.nan
-            total = metric(r, "energy_j", "total")
-            split[key] = (total, prefill, total - prefill)
+    energy = {}
+    for key, r in runs.items():
+        parts = r.summary.get("energy_j", {}).get("by_server", {})
+        prefill = sum(v for k, v in parts.items() if k.startswith("prefill")) if r.result else math.nan
+        total = metric(r, "energy_j", "total")
+        energy[key] = (total, prefill, total - prefill)
     rows = []
     for (output, system), r in runs.items():
         total, prefill, decode = energy[(output, system)]
         reference = energy[(output, "pd-1:1")][0]
         rows.append(row(r, figure="fig16", energy_j=total, prefill_j=prefill, decode_j=decode,
                         normalized_total=total / reference, normalized_prefill=prefill / reference,
-                        normalized_decode=decode / reference, energy_j_paper=energy_paper[(output, system)][0],
-                        decode_j_paper=energy_paper[(output, system)][2]))
+                        normalized_decode=decode / reference))
     write_csv(out / "fig16.csv", rows)
 
     fig = Figure(figsize=(7, 3.6))
@@ -581,16 +575,13 @@ def fig16(scale: Scale, out: Path) -> list[Claim]:
     fig.savefig(out / "fig16.png", dpi=110)
 
     claims = []
-    for split, label in ((energy, ""), (energy_paper, " [paper PNM power]")):
-        for output, paper in zip(FIG16_OUTPUTS, (2.1, 14.8, 37.9)):
-            value = 100 * (1 - split[(output, "duopd")][0] / split[(output, "pd-1:1")][0])
-            claims.append(Claim("16", f"end-to-end energy reduction vs PD 1:1, output {output} (%){label}", paper,
-                                value, "points",
-                                f"fig16.csv: GPT3-175B FixedBatch({FIG16_REQUESTS}, {FIG16_INPUT}, {output})"))
-        share = float(np.mean([100 * split[(o, "duopd")][2] / split[(o, "pd-1:1")][2] for o in FIG16_OUTPUTS]))
-        claims.append(Claim("16", f"DuoPD decode energy as % of PD 1:1 decode energy (incl. KV transfer), mean over "
-                                  f"outputs{label}", 32.4, share, "points",
-                            f"fig16.csv: outputs {', '.join(map(str, FIG16_OUTPUTS))}"))
+    for output, paper in zip(FIG16_OUTPUTS, (2.1, 14.8, 37.9)):
+        value = 100 * (1 - energy[(output, "duopd")][0] / energy[(output, "pd-1:1")][0])
+        claims.append(Claim("16", f"end-to-end energy reduction vs PD 1:1, output {output} (%)", paper, value, "points",
+                            f"fig16.csv: GPT3-175B FixedBatch({FIG16_REQUESTS}, {FIG16_INPUT}, {output})"))
+    share = float(np.mean([100 * energy[(o, "duopd")][2] / energy[(o, "pd-1:1")][2] for o in FIG16_OUTPUTS]))
+    claims.append(Claim("16", "DuoPD decode energy as % of PD 1:1 decode energy (incl. KV transfer), mean over outputs",
+                        32.4, share, "points", f"fig16.csv: outputs {', '.join(map(str, FIG16_OUTPUTS))}"))
     return claims
 
 

@@ -12,7 +12,7 @@ headline. Every numeric claim has a "within ±20 %" cell and, where it is not, a
 import argparse
 import csv
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -437,8 +437,7 @@ def item7(scale: Scale, out: Path) -> list[Claim]:
 
 def item8(scale: Scale, out: Path) -> list[Claim]:
     """DuoPD on the paper's 8 GPUs with HBF: GPU prefill and PNM decode share each package's HBF tier (one frame
-    cache, one package heating; docs/design/hbf.md, "Systems"). Not in the seed (HBFSim serves one GPU). The energy
-    per output token comes with the PNM's synthesized power and, run again, with DuoPD's 6.45 W per stack."""
+    cache, one package heating; docs/design/hbf.md, "Systems"). Not in the seed (HBFSim serves one GPU)."""
     rows = []
     for model, layouts in ((MOE, ("A", "B", "C")), ("Qwen3-235B-A22B", ("A", "C"))):
         for memory in layouts:
@@ -446,16 +445,13 @@ def item8(scale: Scale, out: Path) -> list[Claim]:
                                       workload=FixedBatch(scale.requests, 1024, scale.output_len),
                                       max_batch=16, memory=memory)
             s = simulate(config).summary
-            paper = simulate(replace(config, power_source="paper")).summary
             servers = s.get("hbf", {}).get("servers", {})
             decode = servers.get("pnm", {})
             rows.append({"model": model, "memory": memory, "tpot_p50_ms": s["tpot_s"]["p50"] * 1e3,
                          "output_tok_s": s["throughput"]["output_tokens_per_s"],
                          "prefill_media_gb": servers.get("gpu", {}).get("hbf_media_read_bytes", 0.0) / 1e9,
                          "decode_media_gb": decode.get("hbf_media_read_bytes", 0.0) / 1e9,
-                         "decode_hit_rate": decode["frame_cache_hits"] / decode["accesses"] if decode else math.nan,
-                         "energy_j_per_token": s["energy_j"]["per_output_token"],
-                         "energy_j_per_token_paper": paper["energy_j"]["per_output_token"]})
+                         "decode_hit_rate": decode["frame_cache_hits"] / decode["accesses"] if decode else math.nan})
     write_csv(out / "item8.csv", rows)
     fig, ax = figure()
     ax.bar([f"{r['model'].split('-')[1]}\n{r['memory']}" for r in rows], [r["tpot_p50_ms"] for r in rows])

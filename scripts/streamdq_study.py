@@ -292,7 +292,8 @@ def end_to_end(scale: Scale, table) -> list[dict]:
                     for batch in scale.batches:
                         config = SimulationConfig(system="gpu", model=resolve_model(model),
                                                   workload=FixedBatch(batch, LENGTH, LENGTH),
-                                                  hardware="a100-pcie-40gb", max_batch=batch, quantization=quant)
+                                                  hardware="a100-pcie-40gb", max_batch=batch, quantization=quant,
+                                                  power_source="synthesized")
                         summary = simulate(config, table).summary
                         # Only the DQBs' power differs between the power sources.
                         paper = (simulate(replace(config, power_source="paper"), table).summary

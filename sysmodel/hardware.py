@@ -157,7 +157,7 @@ NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True
 NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
 # The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack (§6.7: the
-# comparison figure of --power-source paper; runs take the synthesized PNM's, sysmodel.power); inter-PNM
+# figure of --power-source paper; --power-source synthesized takes the synthesized PNM's, sysmodel.power); inter-PNM
 # all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the conservative 500 ns. The vector
 # unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area (1.56 mm², §6.7), not its width. 128
 # FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);

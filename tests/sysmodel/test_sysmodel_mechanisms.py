@@ -15,7 +15,8 @@ from sysmodel.hardware import B200_SM_BANDWIDTH, PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM, LLAMA2_70B
 from sysmodel.memory import MemoryTier
 from sysmodel.operators import Shard, decode_work, prefill_work
-from sysmodel.power import pnm_power_w
+from sysmodel import systems
+from sysmodel.power import BaseDiePower
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import build
 from tests.sysmodel.settings import make_setting
@@ -148,12 +149,12 @@ def test_pnm_decoding_pays_93_percent_of_the_hbm_energy_per_byte(table) -> None:
     assert by_device["pnm"].power_w == pytest.approx(64 * 6.45)     # 8 GPUs × 8 stacks, 6.45 W each (§6.7)
 
 
-def test_the_pnms_draw_the_synthesized_power_by_default(table) -> None:
-    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table)
+def test_the_pnms_draw_the_power_of_the_runs_power_source(table, monkeypatch) -> None:
+    asked = []
+    monkeypatch.setattr(systems, "pnm_power", lambda source, pnm: asked.append(source) or BaseDiePower(5.0, source, ()))
+    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, power_source="synthesized")
     by_device = {a.device: a for a in build("duopd", setting, EventLoop()).accounts}
-    synthesized = pnm_power_w(16, 1024, 128, 1e9)       # one PNM per stack, from the synthesis table
-    assert setting.pnm_power.source == "synthesized" and synthesized != 6.45
-    assert by_device["pnm"].power_w == pytest.approx(64 * synthesized, rel=1e-12)
+    assert asked == ["synthesized"] and by_device["pnm"].power_w == pytest.approx(64 * 5.0, rel=1e-12)
 
 
 # LLaMA2-70B KV per token: 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.

@@ -12,6 +12,7 @@ from sysmodel.hardware import A100_PCIE_40GB
 from sysmodel.presets import PRESETS
 from sysmodel.llm import resolve_model
 from sysmodel.operators import Shard, decode_work
+from sysmodel.errors import ConfigError
 from sysmodel.quantized import DQB_DESIGN_CLOCK_HZ, DQBFigures, GemmModel, Quantization, sz_fraction
 from sysmodel.quantized_execution import QuantizedGPUExecution
 

@@ -148,7 +148,7 @@ def _add_synth(commands) -> None:
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
     synth.add_argument("--timeout", type=float, default=600, metavar="S",
-                       help="seconds per synthesis; a run over it is recorded as attempted (default 600)")
+                       help="CPU seconds of Yosys per synthesis; a run over it is recorded as attempted (default 600)")
     synth.add_argument("--table", type=Path, default=None,
                        help="the synthesis table to update (default: sysmodel/data/synthesized_blocks.json)")
     synth.add_argument("--again", action="store_true",

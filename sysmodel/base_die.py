@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .errors import require
 from .hardware import GPU
-from .quantized import DQB_POWER_W, DQBFigures, Quantization, larger, sz_fraction
+from .quantized import DQBFigures, Quantization, larger, sz_fraction
 from basedie.verified import VerifiedBlocks
 
 # The decoder-block linear layers a GPTQ/AWQ checkpoint quantizes (the LM head, embeddings and MoE routers stay
@@ -32,7 +32,8 @@ class StackDequant:
     power_w: float
 
     @classmethod
-    def from_verified(cls, table: VerifiedBlocks, quant: Quantization, gpu: GPU) -> "StackDequant":
+    def from_verified(cls, table: VerifiedBlocks, quant: Quantization, gpu: GPU, dqb_power_w: float) -> "StackDequant":
+        """`dqb_power_w`: one DQB's power (`sysmodel.power`)."""
         require(gpu.pseudo_channels_per_stack >= 1,
                 f"{gpu.name}: the PNM's DQBs need the stack's pseudo-channel count (one DQB per pseudo-channel; "
                 f"--hw gpu.pseudo_channels_per_stack=N)")
@@ -42,7 +43,7 @@ class StackDequant:
         return cls(packed / (1 - sz_fraction(table, quant.bits, quant.group_size)), packed,
                    beats * dqb.output_beats_per_cycle, beats * dqb.memory_beats_per_cycle,
                    beats * dqb.bypass_beats_per_cycle, dqb.latency_cycles / dqb.clock_hz,
-                   gpu.pseudo_channels_per_stack * DQB_POWER_W)
+                   gpu.pseudo_channels_per_stack * dqb_power_w)
 
     def read_bytes(self, weight_bytes, other_bytes):
         """Bytes read from the stack for `weight_bytes` of FP16 weights (stored quantized) and `other_bytes`

@@ -82,7 +82,7 @@ class PNMArray:
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
     vector_width: int            # the vector unit's lanes, a power of two
-    power_w: float               # per stack
+    power_w: float               # per stack, the paper's (--power-source paper; sysmodel.power synthesizes it)
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
     # The PNM's read bandwidth over its stack's (1: DuoPD's shared TSVs, §4.3); Duplex adds TSVs for 4× (DuoPD §3.3,
     # §6.4, [Yun et al., 2024]). The GPU keeps the stack's bandwidth; `PNMExecution` reads at this multiple.
@@ -215,10 +215,11 @@ NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True
 # = 72 × 1.8 TB/s], so two 8-GPU groups of the paper's machine talk over the same NVLink Switch.
 NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
-# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack
-# (§6.7); inter-PNM all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the
-# conservative 500 ns. The vector unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area
-# (1.56 mm², §6.7), not its width. 128 FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
+# The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack (§6.7: the
+# figure of --power-source paper; --power-source synthesized takes the synthesized PNM's, sysmodel.power); inter-PNM
+# all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the conservative 500 ns. The vector
+# unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area (1.56 mm², §6.7), not its width. 128
+# FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);
 # docs/design/effects.md ("The PNM's vector unit") shows what other widths change.
 PAPER_PNM = PNMArray(lanes=16, lane_width=1024, clock_hz=1e9, vector_width=128, power_w=6.45,
                      all_reduce_s=500e-9)

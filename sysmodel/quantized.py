@@ -30,8 +30,6 @@ DQB_PARAMS = {"interface_bits": 512, "rounding": "nearest_even"}
 # DQB design clock, 328 MHz (paper 002 §6.1, Table 5). Until the verified entries carry their design clock,
 # this is the one place it is taken from.
 DQB_DESIGN_CLOCK_HZ = 328e6
-# Power per DQB at 20 % input toggle rate, 12 nm (§6.1, Table 5).
-DQB_POWER_W = 0.355
 
 
 @dataclass(frozen=True)
@@ -224,6 +222,7 @@ class GemmModel:
     quant: Quantization
     sz: float = 0.0                       # S/Z fraction of the weight bytes (verified)
     dqb: DQBFigures | None = None
+    dqb_power_w: float | None = None      # one DQB's (sysmodel.power): the DQB path's power and energy need it
 
     def __post_init__(self) -> None:
         if self.quant.quantized and self.quant.dequant != "dqb":
@@ -235,12 +234,15 @@ class GemmModel:
                     f"{self.gpu.name}: the DQB needs the stack's pseudo-channel count (one DQB per pseudo-channel)")
 
     @classmethod
-    def build(cls, gpu: GPU, quant: Quantization, table: VerifiedBlocks) -> "GemmModel":
+    def build(cls, gpu: GPU, quant: Quantization, table: VerifiedBlocks,
+              dqb_power_w: float | None = None) -> "GemmModel":
+        """`dqb_power_w`: one DQB's power (`sysmodel.power`), required on the DQB path."""
         if not quant.quantized:
             return cls(gpu, quant)
         sz = sz_fraction(table, quant.bits, quant.group_size)
-        dqb = DQBFigures.from_verified(table, quant.dqb_mode) if quant.dequant == "dqb" else None
-        return cls(gpu, quant, sz, dqb)
+        if quant.dequant != "dqb":
+            return cls(gpu, quant, sz)
+        return cls(gpu, quant, sz, DQBFigures.from_verified(table, quant.dqb_mode), dqb_power_w)
 
     @property
     def dqbs(self) -> int:
@@ -376,7 +378,10 @@ class GemmModel:
 
     def power_w(self) -> float:
         """GPU board power, plus every DQB's when they dequantize (§6.1)."""
-        return self.gpu.power_w + (self.dqbs * DQB_POWER_W if self.quant.dequant == "dqb" else 0.0)
+        if self.quant.dequant != "dqb":
+            return self.gpu.power_w
+        require(self.dqb_power_w is not None, "the DQB path's power needs one DQB's (sysmodel.power)")
+        return self.gpu.power_w + self.dqbs * self.dqb_power_w
 
     def energy_j(self, cost: GemmCost) -> float:
         return cost.seconds * self.power_w() + cost.hbm_bytes * self.gpu.stack.energy_per_byte

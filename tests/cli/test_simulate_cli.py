@@ -14,7 +14,7 @@ import pytest
 
 import basedie.verified
 from basedie.cli import main
-from sysmodel import report
+from sysmodel import power, report
 
 pytestmark = pytest.mark.xdist_group("simulate-cli")   # the tests of `small_run` share one run
 SMALL = ["simulate", "--system", "duopd", "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "16",
@@ -317,6 +317,26 @@ def test_a_stale_verified_table_is_one_line_exit_2(tmp_path, monkeypatch, capsys
     assert code == 2 and err.count("\n") == 1
     assert "is stale: mmu" in err and "basedie verify mmu" in err
     assert not out.exists()
+
+
+def test_a_stale_synthesis_table_is_one_line_exit_2(tmp_path, monkeypatch, capsys) -> None:
+    table = json.loads(power.TABLE_PATH.read_text())
+    lane = next(e for e in table["entries"] if e["block"] == "pnm_lane")
+    lane["provenance"]["rtl_digest"] = "0" * 64  # as if the lane's RTL had changed since it was synthesized
+    stale = tmp_path / "table.json"
+    stale.write_text(json.dumps(table))
+    committed = power.load
+    monkeypatch.setattr(power, "load", lambda path: committed(stale))
+    out = tmp_path / "out"
+    code, _, err = run([*SMALL, "--power-source", "synthesized", "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "is stale: pnm_lane" in err and "basedie synth pnm_lane" in err
+    assert not out.exists()
+    # The papers' figures need no synthesis table.
+    assert run([*QUICK, "--out", str(out)], capsys)[0] == 0
+    resolved = json.loads((out / "config.json").read_text())
+    assert resolved["base_die_power"]["source"] == "paper"
+    assert resolved["base_die_power"]["pnm_power"]["watts"] == 6.45
 
 
 @pytest.mark.parametrize("extra", [["--qps", "fast"], ["--batch", "2.5"], ["--system"]])

@@ -75,7 +75,7 @@ def test_the_pnm_reads_quantized_weights_through_the_dqbs(table, weights, bits, 
     # the S/Z on top, the KV cache and the FP16 LM head are read as they are; the weight stream runs at the
     # slower of the stack and the stack's DQBs (64 per HBM4 stack at 328 MHz, the verified beats per cycle).
     quant = Quantization(weights, 128, "dqb")
-    dequant = StackDequant.from_verified(table, quant, PAPER_HARDWARE.gpu)
+    dequant = StackDequant.from_verified(table, quant, PAPER_HARDWARE.gpu, dqb_power_w=0.2)
     shard, work = Shard(LLAMA2_70B, 8), decode_work(16, 2048)
     fp16, quantized = _pnm(table).cost(work), _pnm(table, dequant).cost(work)
     linear = sum(op.weight_bytes for op in shard.layer_ops(work) if op.name in ("qkv", "o_proj", "mlp"))

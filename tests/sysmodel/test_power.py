@@ -6,6 +6,7 @@ import pytest
 
 from basedie.verified import StaleTableError, rtl_digest
 from sysmodel import power
+from sysmodel.hardware import PAPER_PNM
 
 MODULES = {"pnm_lane": "rtl.pnm.lane", "pnm_vector": "rtl.pnm_vector.vector", "pnm_buffer": "rtl.pnm_buffer.buffer",
            "pnm_controller": "rtl.pnm_controller.controller", "mmu": "rtl.mmu.mmu", "dqb": "rtl.dqb.dqb"}
@@ -16,7 +17,8 @@ def _entry(block: str, params: dict, total_w: float, digest: str | None = None) 
     return {"block": block, "params": params,
             "figures": {"power": {"total_w": total_w, "leakage_w": total_w / 10, "dynamic_w": total_w * 0.9,
                                   "toggle_rate": 0.2, "clock_hz": params.get("design_clock_hz", 1e9)}},
-            "provenance": {"rtl_module": module, "rtl_digest": digest or rtl_digest(module)}}
+            "provenance": {"rtl_module": module, "rtl_digest": digest or rtl_digest(module),
+                           "verilog_sha256": f"the Verilog of {block} {params}"}}
 
 
 def _table(tmp_path: Path, entries: list[dict]) -> Path:
@@ -32,24 +34,43 @@ def _pnm_entries() -> list[dict]:
             _entry("pnm_buffer", {"total_bytes": 65536, "design_clock_hz": 1e9}, 0.3),
             _entry("pnm_controller", {"design_clock_hz": 1e9}, 0.02),
             _entry("mmu", {"out_of_order": False, "design_clock_hz": 1e9}, 0.05),
-            _entry("dqb", {"interface_bits": 512, "rounding": "nearest_even", "design_clock_hz": 328e6}, 0.07)]
+            _entry("dqb", {"interface_bits": 32, "rounding": "nearest_even", "design_clock_hz": 328e6}, 0.07),
+            _entry("dqb", {"interface_bits": 32, "rounding": "toward_zero_ftz", "design_clock_hz": 328e6}, 0.06)]
 
 
 def test_a_pnm_is_its_lanes_its_scaled_vector_unit_and_its_other_parts(tmp_path: Path) -> None:
     path = _table(tmp_path, _pnm_entries())
     # 16 lanes of 0.25 W, a 128-lane vector unit from a 2-lane one of 0.01 W, buffer, controller and MMU.
     assert power.pnm_power_w(16, 1024, 128, 1e9, path) == pytest.approx(16 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05)
-    assert power.dqb_power_w(path) == pytest.approx(0.07)
+    # Table 5's DQB: the 2-lane, 32-bit DQB counted once per 32 bits of its 512-bit interface.
+    assert power.dqb_power_w(path) == pytest.approx(16 * 0.07)
 
 
 def test_a_missing_entry_names_the_command_that_synthesizes_it(tmp_path: Path) -> None:
     path = _table(tmp_path, [e for e in _pnm_entries() if e["block"] != "pnm_vector"])
-    with pytest.raises(KeyError, match="basedie synth pnm_vector"):
+    with pytest.raises(StaleTableError, match="basedie synth pnm_vector"):
         power.pnm_power_w(16, 1024, 128, 1e9, path)
 
 
 def test_an_entry_synthesized_from_other_rtl_sources_is_refused(tmp_path: Path) -> None:
     entries = _pnm_entries()
-    entries[-1] = _entry("dqb", entries[-1]["params"], 0.07, digest="from older sources")
+    entries[-2] = _entry("dqb", entries[-2]["params"], 0.07, digest="from older sources")
     with pytest.raises(StaleTableError, match="basedie synth dqb"):
         power.dqb_power_w(_table(tmp_path, entries))
+
+
+def test_a_pnms_power_records_each_entry_it_counts_and_how_often(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    pnm = power.pnm_power("synthesized", PAPER_PNM, path)
+    assert pnm.watts == pytest.approx(power.pnm_power_w(16, 1024, 128, 1e9, path))
+    counted = {(p["block"], p["count"]) for p in pnm.provenance}
+    assert counted == {("pnm_lane", 16), ("pnm_vector", 64), ("pnm_buffer", 1), ("pnm_controller", 1), ("mmu", 1)}
+    assert all(p["verilog_sha256"].startswith(f"the Verilog of {p['block']}") for p in pnm.provenance)
+
+
+def test_the_paper_source_takes_the_papers_figures_without_the_table(tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    assert power.pnm_power("paper", PAPER_PNM, missing).watts == 6.45
+    assert power.dqb_power("paper", missing).watts == 0.355
+    with pytest.raises(StaleTableError, match="basedie synth all"):
+        power.dqb_power("synthesized", missing)

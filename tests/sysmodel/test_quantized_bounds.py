@@ -9,7 +9,7 @@ import pytest
 
 from basedie import verified
 from sysmodel.hardware import A100_PCIE_40GB
-from sysmodel.quantized import DQB_POWER_W, KERNELS, GemmModel, Quantization
+from sysmodel.quantized import KERNELS, GemmModel, Quantization
 
 K, N = 4096, 1024
 
@@ -86,8 +86,8 @@ def test_the_fused_kernel_names_what_bounds_it() -> None:
 
 def test_only_the_dqb_path_adds_the_dqbs_power() -> None:
     assert gpu_model("gpu-fused").power_w() == A100_PCIE_40GB.power_w
-    dqb = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load())
-    assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * DQB_POWER_W)   # a DQB per pseudo-channel
+    dqb = GemmModel.build(A100_PCIE_40GB, Quantization("w4a16", 128, "dqb"), verified.load(), 0.2)
+    assert dqb.power_w() == pytest.approx(A100_PCIE_40GB.power_w + 5 * 16 * 0.2)   # a DQB per pseudo-channel
 
 
 def test_the_fp16_gemm_by_hand() -> None:

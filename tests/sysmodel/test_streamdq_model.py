@@ -12,6 +12,7 @@ from sysmodel.hardware import A100_PCIE_40GB
 from sysmodel.presets import PRESETS
 from sysmodel.llm import resolve_model
 from sysmodel.operators import Shard, decode_work
+from sysmodel.errors import ConfigError
 from sysmodel.quantized import DQB_DESIGN_CLOCK_HZ, DQBFigures, GemmModel, Quantization, sz_fraction
 from sysmodel.quantized_execution import QuantizedGPUExecution
 
@@ -36,11 +37,14 @@ def table(**figures) -> verified.VerifiedBlocks:
     return verified.VerifiedBlocks(entries)
 
 
+DQB_W = 0.2   # one DQB's power in these tests (the model takes it as given: sysmodel.power)
+
+
 def model(weights="w4a16", dequant="gpu-fused", kernel="awq-v1", activations="fp16", sz=SZ, **dqb) -> GemmModel:
     quant = Quantization(weights, 128, dequant, kernel, activations)
     figures = DQBFigures(**{"latency_cycles": 11, "output_beats_per_cycle": 1.0, "memory_beats_per_cycle": 0.25,
                             "bypass_beats_per_cycle": 1.0, "beat_bytes": 64, **dqb}) if dequant == "dqb" else None
-    return GemmModel(A100, quant, sz, figures)
+    return GemmModel(A100, quant, sz, figures, DQB_W if dequant == "dqb" else None)
 
 
 def test_fused_kernel_at_batch_1_is_memory_bound() -> None:
@@ -156,7 +160,13 @@ def test_halving_the_output_rate_halves_dqb_bound_throughput() -> None:
 def test_dqb_energy_adds_every_dqbs_power() -> None:
     gemm = model(dequant="dqb", kernel=None)
     cost = gemm.cost(1, K, N)
-    assert gemm.energy_j(cost) == pytest.approx(cost.seconds * (250 + 80 * 0.355) + cost.hbm_bytes * 31.2e-12)
+    assert gemm.energy_j(cost) == pytest.approx(cost.seconds * (250 + 80 * DQB_W) + cost.hbm_bytes * 31.2e-12)
+
+
+def test_the_dqb_path_refuses_to_price_energy_without_the_dqbs_power() -> None:
+    gemm = GemmModel(A100, Quantization("w4a16", 128, "dqb"), SZ, model(dequant="dqb", kernel=None).dqb)
+    with pytest.raises(ConfigError, match="DQB's"):
+        gemm.power_w()
 
 
 def test_quantized_footprint_is_packed_linear_layers_plus_fp16_embeddings() -> None:

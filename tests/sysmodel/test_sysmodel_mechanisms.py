@@ -15,6 +15,8 @@ from sysmodel.hardware import B200_SM_BANDWIDTH, PAPER_HARDWARE, Hardware
 from sysmodel.llm import LLM, LLAMA2_70B
 from sysmodel.memory import MemoryTier
 from sysmodel.operators import Shard, decode_work, prefill_work
+from sysmodel import systems
+from sysmodel.power import BaseDiePower
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import build
 from tests.sysmodel.settings import make_setting
@@ -140,11 +142,19 @@ def test_sm_split_decode_speed_follows_the_curve(table) -> None:
 
 def test_pnm_decoding_pays_93_percent_of_the_hbm_energy_per_byte(table) -> None:
     # §6.7: 41.6 W per stack at 2 TB/s = 20.8 pJ/B; data flowing TSV → PNM saves 7 % of it.
-    built = build("duopd", make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    built = build("duopd", make_setting(PAPER_HARDWARE, LLAMA2_70B, table, power_source="paper"), EventLoop())
     by_device = {a.device: a for a in built.accounts}
     assert by_device["pnm"].hbm_energy_per_byte == pytest.approx(20.8e-12 * 0.93, rel=1e-12)
     assert by_device["gpu"].hbm_energy_per_byte == pytest.approx(20.8e-12, rel=1e-12)
     assert by_device["pnm"].power_w == pytest.approx(64 * 6.45)     # 8 GPUs × 8 stacks, 6.45 W each (§6.7)
+
+
+def test_the_pnms_draw_the_power_of_the_runs_power_source(table, monkeypatch) -> None:
+    asked = []
+    monkeypatch.setattr(systems, "pnm_power", lambda source, pnm: asked.append(source) or BaseDiePower(5.0, source, ()))
+    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, power_source="synthesized")
+    by_device = {a.device: a for a in build("duopd", setting, EventLoop()).accounts}
+    assert asked == ["synthesized"] and by_device["pnm"].power_w == pytest.approx(64 * 5.0, rel=1e-12)
 
 
 # LLaMA2-70B KV per token: 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
@@ -176,7 +186,8 @@ GPU_FLOPS, GPU_W, GPU_BW = 2.5e15, 1400.0, 8 * 2e12    # per GPU: §6.1, §6.7; 
 
 @pytest.mark.parametrize(("system", "accounts"), [
     ("duopd", [("prefill (GPU)", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM),
-               # 64 PNMs of 16 lanes × 1,024 MACs × 2 FLOPs at 1 GHz; 6.45 W each; 7 % less HBM energy.
+               # 64 PNMs of 16 lanes × 1,024 MACs × 2 FLOPs at 1 GHz; 6.45 W each (the paper's power source); 7 %
+               # less HBM energy.
                ("decode (PNM)", "pnm", 64 * 16 * 1024 * 2 * 1e9, 8 * GPU_BW, 64 * 6.45, E_HBM * 0.93)]),
     ("chunked", [("chunked prefill", "gpu", 8 * GPU_FLOPS, 8 * GPU_BW, 8 * GPU_W, E_HBM)]),
     ("sm-7:3", [("prefill SMs", "gpu", 0.7 * 8 * GPU_FLOPS, 8 * GPU_BW, 0.7 * 8 * GPU_W, E_HBM),
@@ -187,7 +198,7 @@ GPU_FLOPS, GPU_W, GPU_BW = 2.5e15, 1400.0, 8 * 2e12    # per GPU: §6.1, §6.7; 
                   for i in range(3)]),
 ])
 def test_every_server_is_accounted_at_its_devices_peak_and_power(table, system: str, accounts: list) -> None:
-    built = build(system, make_setting(PAPER_HARDWARE, LLAMA2_70B, table), EventLoop())
+    built = build(system, make_setting(PAPER_HARDWARE, LLAMA2_70B, table, power_source="paper"), EventLoop())
     got = [(a.name, a.device, a.peak_flops, a.bandwidth, a.power_w, a.hbm_energy_per_byte) for a in built.accounts]
     assert len(got) == len(accounts)
     for have, want in zip(got, accounts):

@@ -121,14 +121,16 @@ def test_pd_instances_each_get_their_own_hbf_service(table) -> None:
 
 @pytest.mark.parametrize("system, powers", [
     # Per GPU of layout B (3 HBM4 stacks, 41.6 W at 2 TB/s = 20.8 pJ/B, §6.7): the GPU's 1,400 W heats its own die;
-    # DuoPD's PNMs, 6.45 W on each stack's base die (§6.7), heat the HBM dies and read 7 % less energy per byte.
+    # DuoPD's PNMs, 6.45 W on each stack's base die (§6.7, the paper's power source), heat the HBM dies and read 7 %
+    # less energy per byte.
     ("duopd", {"gpu": ((1400.0, 0.0, 0.0), 20.8e-12), "pnm": ((0.0, 3 * 6.45, 0.0), 20.8e-12 * 0.93)}),
     # An SM partition draws the board's power in proportion to its SMs.
     ("sm-7:3", {"prefill": ((0.7 * 1400.0, 0.0, 0.0), 20.8e-12), "decode": ((0.3 * 1400.0, 0.0, 0.0), 20.8e-12)}),
 ])
 def test_each_server_on_a_shared_hbf_package_heats_its_own_dies(table, system: str, powers: dict) -> None:
     layout = LAYOUTS["B"]
-    built = build(system, make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout), EventLoop())
+    setting = make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout, power_source="paper")
+    built = build(system, setting, EventLoop())
     (tier,) = built.hbf
     got = {port.role: port.power for port in tier.ports}
     assert set(got) == set(powers)

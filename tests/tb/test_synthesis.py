@@ -2,6 +2,9 @@
 per-cell figures, bad input writes nothing, and the committed table covers every bench configuration."""
 import json
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,6 +181,17 @@ def test_a_module_instantiated_twice_is_synthesized_once_and_counted_twice() -> 
     from rtl.generate import verilog_of as generate
     _, text = generate(BLOCKS["pnm_lane"], BLOCKS["pnm_lane"].params(width=4, sublane_width=2))
     assert synthesis.shared_modules(text) == {"pnm_fp16_mul_fp32": 4, "pnm_fp32_add": 3}  # a 4-input tree: 2 + 1
+
+
+def test_instances_with_escaped_names_are_counted() -> None:
+    # Amaranth escapes a name like `U$0`, and an escaped name ends at a space: `  sub \U$0  (`.
+    verilog = "module top(a);\n  sub \\U$0  (\n  );\n  sub plain (\n  );\nendmodule\nmodule sub(a);\nendmodule\n"
+    assert synthesis.shared_modules(verilog) == {"sub": 2}
+
+
+def test_the_time_limit_counts_cpu_seconds_of_the_child() -> None:
+    busy = subprocess.run([sys.executable, "-c", "while True: pass"], preexec_fn=synthesis._cpu_limit(1))
+    assert busy.returncode == -signal.SIGXCPU
 
 
 def test_full_size_configurations_come_last() -> None:

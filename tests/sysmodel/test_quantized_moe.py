@@ -87,7 +87,7 @@ def test_the_pnms_read_the_touched_experts_through_the_dqbs_at_the_stored_bytes(
         return PNMExecution(hw, shard, PNMFigures.from_verified(table, hw.pnm),
                             MMUArbitration.from_verified(table, "prefill-first", hw),
                             vector=VectorFigures.from_verified(table, hw.pnm), dequant=dequant).cost(work)
-    dequant = StackDequant.from_verified(table, Quantization("w4a16", 128, "dqb"), hw.gpu)
+    dequant = StackDequant.from_verified(table, Quantization("w4a16", 128, "dqb"), hw.gpu, dqb_power_w=0.2)
     attention = 2048 * (4096 // 8 + 2 * 128) + 4096 // 8 * 2048      # 4 query heads per GPU, 1 KV head (replicated)
     weights = hw.gpus * 48 * (attention + 8 / 8 * EXPERT) * 2
     saved = pnm().hbm_bytes - pnm(dequant).hbm_bytes

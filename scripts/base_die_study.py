@@ -167,8 +167,8 @@ FINDINGS = {
                   "traced).",
     "GPT3-175B": "As for LLaMA2-70B on HBM (DuoPD first, the DQBs' clock slows it). On layout C even the 4-bit "
                  "layers exceed a GPU's 8 GiB frame cache, so both HBF rows stay flash-bound; 4-bit reads about a "
-                 "third of FP16's flash bytes and is the only HBF row to hold the SLO beyond 1 request/s. Its energy per "
-                 "token is the lowest of all rows, below DuoPD's on HBM (not yet traced).",
+                 "third of FP16's flash bytes, yet neither HBF row holds the 40 ms SLO even at the lowest rate. Its "
+                 "energy per token is the lowest of all rows, below DuoPD's on HBM (not yet traced).",
     "Qwen3-235B-A22B": "With 22 B active parameters a decode token reads little, and PD 1:1's GPU decode is "
                        "faster per token than DuoPD's (mechanism not yet traced); DuoPD still spends less than half "
                        "the energy. On layout C the experts cycle through the frame cache, so DuoPD reads the "

@@ -135,7 +135,7 @@ def test_a_point_that_fails_on_a_worker_is_recorded_and_the_sweep_goes_on(client
     table = rows(out)
     failed = [r for r in table if r["status"] == "error"]
     assert [r["input-len"] for r in failed] == [1000000] * 4
-    assert all(r["error"].startswith("ConfigError: ") and "KV cache" in r["error"] and "\n" not in r["error"]
+    assert all(r["error"].startswith("KVDoesNotFit: ") and "KV cache" in r["error"] and "\n" not in r["error"]
                and r["ttft_s.p50"] is None for r in failed)
     assert all(r["status"] == "ok" and r["ttft_s.p50"] > 0 for r in table if r["input-len"] == 1024)
     # The CLI resumes it (the failed points are tried again, and fail again): exit code 1.

@@ -427,7 +427,7 @@ class MixedServer(DecodeServer):
             self.prefilling.append(request)
         budget, self.chunks = self.chunk_tokens, []
         for request in self.prefilling:
-            left = request.input_len - request.prefilled
+            left = _left(request)
             if budget == 0 or (self.whole_prompts and left > budget and self.chunks):
                 break
             tokens = left if self.whole_prompts else min(budget, left)

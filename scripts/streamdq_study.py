@@ -496,7 +496,7 @@ def mechanism(c: Claim, kernel_model: str) -> str:
 def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
     """headline.csv (one row per claim and kernel model, what tests/sysmodel/pinned/streamdq_headline.json pins)
     and headline.md (one row per claim, ours under each kernel model beside the paper's value)."""
-    models = {c.claim: next((k for k in KERNEL_MODELS if k != "roofline" and c.claim.endswith(LABEL[k])), "roofline")
+    models = {c.claim: next((k for k in KERNEL_MODELS if k != "roofline" and LABEL[k] in c.claim), "roofline")
               for c in claims}
     write_csv(out / "headline.csv", [
         {"figure": c.figure, "claim": c.claim, "kernel_model": models[c.claim], "paper_relation": c.relation,
@@ -505,7 +505,7 @@ def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
          "simulation": c.simulation, "mechanism": mechanism(c, models[c.claim])} for c in claims])
     rows = {}
     for c in claims:
-        rows.setdefault(c.claim.removesuffix(LABEL[models[c.claim]]), {})[models[c.claim]] = c
+        rows.setdefault(c.claim.replace(LABEL[models[c.claim]], ""), {})[models[c.claim]] = c
     heads = " | ".join(f"{k} | ratio | ±20 %" for k in KERNEL_MODELS)
     lines = [f"# StreamDQ study: our figures next to the paper's{' (quick mode: fewer points)' * quick}", "",
              "Ours under each GPU kernel model (`--kernel-model`): `roofline` (instruction counts, perfect overlap) "

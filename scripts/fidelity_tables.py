@@ -36,6 +36,11 @@ prices the GPU's GEMM kernels from public measurements instead of their instruct
 - split kernels: a dequantization pass at the best measured bandwidth efficiency, then that FP16 GEMM.
 
 A kernel nobody published timings of (AWQ-v2, INT8 GPTQ) is refused under `measured` with a message naming it.
+Marlin's A10 benchmark is the one per-M measurement of the paper's INT4 kernels found (public issue threads and
+benchmark repositories searched for exllama, GPTQ, AWQ and Marlin timings at M = 1-128 on an A100: those published
+are single M = 1 points, end-to-end token rates, or other GPUs). Fig. 16's crossover is given twice: at the
+figure's powers of two, as the paper gives it (its grid places its own crossover in (4, 8]), and at every integer M
+(`overtakes_from` in `sysmodel/quantized.py`).
 
 ## HBF: the inputs the paper gives, and the prefetch trace
 
@@ -43,7 +48,8 @@ The HBFSim paper states no thermal resistance, capacitance or die power: §6.3 r
 results of its reconstructed operator. Its open code states one package, the reference case of its thermal
 comparison (a 40 mm package tiled GPU / HBM / HBF, 100 + 400 um of silicon, 1,400 W/m^2K on top, 300 K):
 `sysmodel/hbf/reference_package.py` solves it by finite volumes, and the table gives the limit powers it implies
-beside the paper's. Our serving package stays an assumption, liquid-cooled for the paper hardware's 1.4 kW GPU
+beside the paper's, under both readings of §6.3's sentence: each die heated alone, and one package power shared
+evenly by the three die types (`limit_powers` in `sysmodel/hbf/thermal.py`). Our serving package stays an assumption, liquid-cooled for the paper hardware's 1.4 kW GPU
 (the reference package would put that GPU above 1,000 C). The thermal model is checked against Kirchhoff's laws,
 an independent RK4 integration and, for the reference package, the isothermal convection limit, reciprocity and
 mesh convergence (`tests/sysmodel/test_hbf_thermal_reference.py`). `build/study/hbf/item6_trace.csv` traces one

@@ -385,3 +385,15 @@ class GemmModel:
 
     def energy_j(self, cost: GemmCost) -> float:
         return cost.seconds * self.power_w() + cost.hbm_bytes * self.gpu.stack.energy_per_byte
+
+
+def overtakes_from(gemm: GemmModel, rivals, k: int, n: int, ms) -> int | None:
+    """The smallest M of the ascending `ms` from which `gemm` is at least as fast as every one of `rivals` at that
+    M and at every later one of `ms` (where it overtakes them for good); None when it is behind at the last."""
+    first = None
+    for m in reversed(ms):
+        seconds = gemm.cost(m, k, n).seconds
+        if any(seconds > rival.cost(m, k, n).seconds for rival in rivals):
+            break
+        first = m
+    return first

@@ -110,6 +110,21 @@ class Thermal:
         return a * (modes + np.cumsum(-np.expm1(decay) * targets / a, axis=0))
 
 
+def limit_powers(thermal: Thermal, shares=None) -> dict[str, float]:
+    """The power at which each die reaches its limit at steady state: heated alone (`shares` None), or, with
+    `shares` (one per node, summing to 1), the package power, split in those shares, at which it does. HBFSim's
+    §6.3 sentence (paper 001, line 136) reads either way: three single-die sweeps, or one sweep of a package
+    power shared by the dies."""
+    require(shares is None or (len(shares) == len(NODES) and min(shares) >= 0 and math.isclose(sum(shares), 1.0)),
+            f"limit powers: shares must be {len(NODES)} non-negative fractions summing to 1")
+    at_limit = {}
+    for node, name in enumerate(NODES):
+        power = np.eye(len(NODES))[node] if shares is None else np.asarray(shares, dtype=float)
+        rise = thermal.steady(power)[node] - thermal.ambient
+        at_limit[name] = (thermal.rc.limits_c[node] - thermal.ambient) / rise
+    return at_limit
+
+
 STATES = ("normal", "light", "severe", "shutdown")
 
 

@@ -97,3 +97,13 @@ def test_headline_marks_the_calibration_and_the_cells_within_20_percent(study) -
     calibrated = [r for r in rows if "skew closest" in r["what"]]
     assert len(calibrated) == 1 and calibrated[0]["what"].startswith("CALIBRATION")
     assert any(r["item"] == "6" and r["within_20pct"] == "no" and "Sensitivity" in r["why"] for r in rows)
+
+
+def test_the_reference_package_row_states_what_the_seeds_layer_span_implies(study) -> None:
+    """§6.3's eight HBF layers span 44.4 K at the HBF limit: with the hottest at 85 C, the coolest is
+    85 - 44.4 - 26.85 = 13.75 K above a 300 K ambient at 105.9 W, 0.13 K per watt. The row also gives the limits
+    under the shared-power reading, each with its ratio to the seed's."""
+    row = next(r for r in read(study / "headline.csv") if r["what"].endswith("HBFSim's reference package"))
+    assert "coolest layer is 0.13 K per HBF watt" in row["why"]
+    assert re.search(r"read as one package power shared evenly .* gpu [\d.]+ W \([\d.]+\), hbm [\d.]+ W \([\d.]+\), "
+                     r"hbf [\d.]+ W \([\d.]+\)", row["why"])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from sysmodel.hbf.reference_package import ReferencePackage, package_rc, solve
-from sysmodel.hbf.thermal import PackageRC, Thermal
+from sysmodel.errors import ConfigError
+from sysmodel.hbf.thermal import PackageRC, Thermal, limit_powers
 
 OPEN = 1e15          # K/W: a path that carries no heat
 
@@ -89,3 +90,23 @@ def test_reference_package_network_keeps_the_grids_steady_state() -> None:
     thermal = Thermal(rc, 0.0)
     assert np.column_stack([thermal.steady(unit) for unit in np.eye(3)]) == pytest.approx(solve(cell_m=0.002),
                                                                                          rel=1e-9)
+
+
+def test_limit_powers_alone_and_shared_on_a_symmetric_network() -> None:
+    """Every resistance 1 K/W: G = 4I - J, so R = (I + J) / 4 (0.5 K/W on the diagonal, 0.25 off it). Alone, a die
+    reaches its limit at (limit - ambient) / 0.5; a package power shared evenly heats each die by
+    (0.5 + 0.25 + 0.25) / 3 = 1/3 K per W, so it reaches its limit at 3 x (limit - ambient)."""
+    thermal = Thermal(PackageRC(to_coolant=(1.0, 1.0, 1.0), coupling=(1.0, 1.0, 1.0), limits_c=(90.0, 95.0, 85.0)),
+                      0.0)
+    assert list(limit_powers(thermal).values()) == pytest.approx([180.0, 190.0, 170.0], rel=1e-9)
+    assert list(limit_powers(thermal, shares=(1 / 3, 1 / 3, 1 / 3)).values()) == pytest.approx(
+        [270.0, 285.0, 255.0], rel=1e-9)
+    # All of it into the GPU: the GPU's own figure is its alone one, the HBM sees 0.25 K/W of it.
+    assert limit_powers(thermal, shares=(1.0, 0.0, 0.0))["hbm"] == pytest.approx(95.0 / 0.25, rel=1e-9)
+
+
+def test_limit_powers_refuse_shares_that_do_not_split_one_power() -> None:
+    thermal = Thermal(PackageRC(), 45.0)
+    for shares in ((0.5, 0.5), (0.5, 0.5, 0.5), (1.5, -0.5, 0.0)):
+        with pytest.raises(ConfigError, match="shares"):
+            limit_powers(thermal, shares=shares)

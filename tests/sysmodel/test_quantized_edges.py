@@ -12,7 +12,8 @@ from basedie.verified import VerifiedBlocks
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import A100_PCIE_40GB, PAPER_GPU
 from sysmodel.memory import MemoryTier
-from sysmodel.quantized import AWQ_V1_INT4, DQBFigures, GemmModel, Quantization, dqb_figure, larger, sz_fraction
+from sysmodel.quantized import (AWQ_V1_INT4, DQBFigures, GemmCost, GemmModel, Quantization, dqb_figure, larger,
+                               overtakes_from, sz_fraction)
 
 K, N = 4096, 1024
 BANDWIDTH = A100_PCIE_40GB.memory.bandwidth
@@ -184,3 +185,25 @@ def test_larger_is_elementwise_when_either_side_is_an_array() -> None:
     np.testing.assert_array_equal(larger(np.array([1.0, 3.0]), 2.0), [2.0, 3.0])
     np.testing.assert_array_equal(larger(2.0, np.array([1.0, 3.0])), [2.0, 3.0])
     assert larger(1.0, 2.0) == 2.0
+
+
+class Timed:
+    """A stand-in GEMM whose time is `seconds(m)`: what `overtakes_from` compares."""
+
+    def __init__(self, seconds) -> None:
+        self.seconds = seconds
+
+    def cost(self, m, k, n, bandwidth=None) -> GemmCost:
+        return GemmCost(self.seconds(m), 0.0, 0.0, 0.0, 0.0, "memory")
+
+
+def test_overtakes_from_is_where_a_gemm_stays_ahead_of_every_rival() -> None:
+    """m + 10 against 2m: at least as fast from m = 10 on (20 <= 20). A rival slow at m = 3 alone puts the GEMM ahead
+    there too, but not for good: the answer stays 10. A rival at 30 s leaves it behind from m = 21, so over 1-30
+    it never stays ahead; over the ascending subset (1, 4, 16) the first M ahead for good is 16."""
+    gemm, doubling = Timed(lambda m: m + 10.0), Timed(lambda m: 2.0 * m)
+    slow_at_3 = Timed(lambda m: 100.0 if m == 3 else 2.0 * m)
+    assert overtakes_from(gemm, [doubling], 0, 0, range(1, 21)) == 10
+    assert overtakes_from(gemm, [slow_at_3], 0, 0, range(1, 21)) == 10
+    assert overtakes_from(gemm, [doubling, Timed(lambda m: 30.0)], 0, 0, range(1, 31)) is None
+    assert overtakes_from(gemm, [doubling], 0, 0, (1, 4, 16)) == 16

@@ -56,10 +56,11 @@ mesh convergence (`tests/sysmodel/test_hbf_thermal_reference.py`). `build/study/
 decode iteration of speculative prefetch layer by layer: the experts prefetched (last iteration's), used and
 missed, when the media stream reached the layer and when the layer started, the part read in time and the wait.
 
-No routing trace of Qwen3-30B-A3B with a licence to ship it was found (public code and data pages searched for
-recorded expert selections of Qwen3-MoE, Qwen-MoE, Mixtral and DeepSeek-MoE: those published are Mixtral's 8
-experts top-2, other shapes, or not released), and recording one needs the 30B model, beyond a CPU machine: the
-dedup and prefetch headlines use uniform routing; the skew calibration is labelled and only a sensitivity run.
+No routing trace that fits can be shipped: the per-token expert selections published with public code are of
+other shapes (Mixtral 8x7B's 8 experts top-2; Switch-base-128's top-1, kept only as counts), log one layer with the
+same experts for every token, carry no licence, or are model-hub data sets out of the project's reach, and no MoE
+checkpoint installs from a package registry to record one: the dedup and prefetch headlines use uniform routing;
+the skew calibration is labelled and only a sensitivity run.
 `--routing-trace` replays one when it exists.
 """
 

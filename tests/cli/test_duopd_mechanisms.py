@@ -1,16 +1,14 @@
 """scripts/duopd_study.py's mechanism column: which claims agree with the paper, the what-ifs the sensitivity reruns
 apply, and the column's text built from a figure rerun under the claim's what-if (a stand-in figure, no
 simulation)."""
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from sysmodel.simulate import SimulationConfig
 from sysmodel.workload import FixedBatch
+from tests.sysmodel.test_duopd_study import load_script
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 CONFIG = SimulationConfig(system="duopd", model="GPT3-175B", workload=FixedBatch(1, 1024, 8))
 OUT32_HIGH = "output 32 (prefill-heavy) vs PD 3:1: highest speed-up over models, inputs, batches"
 QPS_PD31 = "supported QPS (TTFT at 3x its lowest-QPS value) duopd ÷ pd-3:1, max over models"
@@ -18,10 +16,7 @@ QPS_PD31 = "supported QPS (TTFT at 3x its lowest-QPS value) duopd ÷ pd-3:1, max
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("duopd_study_mechanisms", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script()
 
 
 def claim(study, ours: float, paper: float = 1.6, relation: str = "=", text: str = OUT32_HIGH):

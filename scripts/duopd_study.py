@@ -714,7 +714,7 @@ class Mechanism:
     sensitivity: str
 
 
-ALLREDUCE = Mechanism("TP all-reduces not overlapped: 8 GPUs prefill below 2x 4", 1, "allreduce-overlap")
+ALLREDUCE = Mechanism("TP all-reduces not overlapped: TP8 prefill gains less than 2x over TP4", 1, "allreduce-overlap")
 CHUNKS = Mechanism("roofline chunks keep chunked prefill's throughput", 2, "roofline-efficiency")
 KV_BOUND = Mechanism("PD 3:1's TP2 decode instance is KV-bound", 4, "kv-capacity-2x")
 VECTOR = Mechanism("the PNM's decode pays the vector unit's depth", 8, "vector-32-lanes")

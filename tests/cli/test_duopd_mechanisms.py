@@ -54,7 +54,7 @@ def test_the_column_quotes_the_figure_rerun_under_the_claims_what_if(study, tmp_
         return [claim(study, 2.0 if study.prepared(CONFIG).overlap else 1.0)]
 
     [explained] = study.explain([claim(study, 1.0)], {"fig11": figure}, study.QUICK, tmp_path)
-    assert explained.mechanism == ("TP all-reduces not overlapped: 8 GPUs prefill below 2x 4 (reason 1); "
+    assert explained.mechanism == ("TP all-reduces not overlapped: TP8 prefill gains less than 2x over TP4 (reason 1); "
                                    "--allreduce-overlap: 2")
     assert not study.CHANGE    # the study's own runs are unchanged afterwards
     agreeing, unknown = study.explain([claim(study, 1.5), claim(study, 0.1, text="a claim with no mechanism")],

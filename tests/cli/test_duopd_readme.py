@@ -13,7 +13,8 @@ ROWS = [{"figure": "11", "claim": "a", "paper": "1.5", "ours": "1.4", "agrees": 
          "mechanism": "TP all-reduces not overlapped (reason 1); --allreduce-overlap: 1.3"},
         {"figure": "11", "claim": "c", "paper": "2.4", "ours": "1.0", "agrees": "False",
          "mechanism": "TP all-reduces not overlapped (reason 1); --allreduce-overlap: 1.1"},
-        {"figure": "16", "claim": "d", "paper": "14.8", "ours": "30.5", "agrees": "False", "mechanism": "not explained"}]
+        {"figure": "16", "claim": "d", "paper": "14.8", "ours": "30.5", "agrees": "False",
+         "mechanism": "not explained"}]
 
 
 @pytest.fixture(scope="module")

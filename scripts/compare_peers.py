@@ -279,6 +279,16 @@ def end_to_end(folder: Path, perf_models=PERF_MODELS, peers=tuple(PEERS), overhe
     return rows
 
 
+def ratio_table(rows: list[dict]) -> str:
+    """The end-to-end rows' ours ÷ theirs as a markdown table, a row per peer, workload, model and overhead."""
+    lines = ["| peer | workload | perf model | overhead (ms) | "
+             + " | ".join(f"{key.upper()} p{q}" for key, q in METRICS) + " |",
+             "| --- | --- | --- | --- | " + " | ".join("---" for _ in METRICS) + " |"]
+    lines += [f"| {r['peer']} | {r['workload']} | {r['perf_model']} | {r['iteration_overhead_s'] * 1e3:g} | "
+              + " | ".join(f"{r[f'{key}_p{q}_ratio']:.2f}" for key, q in METRICS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distserve", type=Path, help="a DistServe checkout")
@@ -288,6 +298,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--end-to-end", type=Path, metavar="DIR",
                         help="compare with the peers' per-request latencies found in DIR")
     parser.add_argument("--peer", action="append", choices=PEERS, help="with --end-to-end: only these peers")
+    parser.add_argument("--perf-model", action="append", choices=PERF_MODELS,
+                        help="with --end-to-end: only these performance models (default all)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --end-to-end: then print ours ÷ theirs of every cell as a markdown table")
     parser.add_argument("--iteration-overhead", action="append", type=float, metavar="SECONDS",
                         help="with --end-to-end: also run ours with this host time per GPU iteration, beside "
                              "none (repeatable)")
@@ -299,7 +313,10 @@ def main(argv: list[str] | None = None) -> None:
         overheads = tuple(dict.fromkeys((0.0, *(args.iteration_overhead or ()))))
         if not all(np.isfinite(overheads)) or min(overheads) < 0:
             parser.error(f"--iteration-overhead must be finite seconds >= 0, got {', '.join(map(str, overheads))}")
-        rows = end_to_end(args.end_to_end, peers=args.peer or tuple(PEERS), overheads=overheads)
+        rows = end_to_end(args.end_to_end, perf_models=args.perf_model or PERF_MODELS,
+                          peers=args.peer or tuple(PEERS), overheads=overheads)
+        if args.markdown:
+            print(ratio_table(rows), end="")
         if args.csv and rows:
             with open(args.csv, "w", newline="") as stream:
                 writer = csv.DictWriter(stream, fieldnames=list(rows[0]))

@@ -90,3 +90,14 @@ def test_end_to_end_runs_ours_with_and_without_the_iteration_overhead(script, tm
     assert charged["tpot_p50_ours_ms"] > plain["tpot_p50_ours_ms"] + 1.5
     assert charged["ttft_p50_theirs_ms"] == plain["ttft_p50_theirs_ms"]
     assert "2.0ms" in capsys.readouterr().out
+
+
+def test_the_markdown_table_has_a_row_per_cell_with_ours_over_theirs(script) -> None:
+    ratios = {f"{key}_p{q}_ratio": value for (key, q), value in zip(script.METRICS, (0.577, 0.621, 0.56, 0.5, 1, 2))}
+    row = {"peer": "splitwise-baseline-a100", "workload": "chat", "perf_model": "measured",
+           "iteration_overhead_s": 0.017, **ratios}
+    assert script.ratio_table([row]).splitlines() == [
+        "| peer | workload | perf model | overhead (ms) | TTFT p50 | TTFT p90 | TPOT p50 | TPOT p90 | E2E p50 "
+        "| E2E p90 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| splitwise-baseline-a100 | chat | measured | 17 | 0.58 | 0.62 | 0.56 | 0.50 | 1.00 | 2.00 |"]

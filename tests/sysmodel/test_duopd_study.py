@@ -4,6 +4,7 @@ cover their grids, queueing and utilization behave. Its results themselves are p
 import csv
 import importlib.util
 import math
+import re
 from itertools import product
 from pathlib import Path
 
@@ -64,6 +65,28 @@ def test_headline_tables_carry_the_papers_values_as_stated(study) -> None:
     # A deviation row states ours ÷ paper (or ours − paper in points) of its own values: GPT3-175B's TBT row.
     tbt = next(r for r in rows if r["claim"].startswith("GPT3-175B p50 TBT"))
     assert tbt["deviation_kind"] == "ours/paper" and f"{float(tbt['deviation']):.2f}x" in markdown
+
+
+def test_every_claim_off_the_paper_names_its_mechanism_and_the_rerun_behind_it(study) -> None:
+    script, out, _ = study
+    rows = read(out / "headline.csv")
+    off = [r for r in rows if r["agrees"] == "False"]
+    assert off and all(r["mechanism"].startswith("agrees") for r in rows if r["agrees"] == "True")
+    for r in off:
+        name, reason, value = re.fullmatch(r"(.+) \(reason (\d)\); .+: (\S+)", r["mechanism"]).groups()
+        why = next(m for m in (script.MECHANISMS[r["claim"]] if isinstance(script.MECHANISMS[r["claim"]], tuple)
+                               else [script.MECHANISMS[r["claim"]]]) if m.name == name)
+        assert int(reason) == why.reason and math.isfinite(float(value))
+        # The rerun's figure is on disk, and it differs from the study's own run.
+        figure = f"fig{r['figure']}.csv"
+        assert read(out / "sensitivity" / why.sensitivity / figure) != read(out / figure)
+    # What overlapping the all-reduces does to PD 3:1 at output 32 is read off its own fig11.csv.
+    overlap = read(out / "sensitivity" / "allreduce-overlap" / "fig11.csv")
+    rps = {(r["model"], r["system"], r["input_len"], r["max_batch"]): float(r["requests_per_s"]) for r in overlap
+           if r["output_len"] == "32"}
+    best = max(rps[(m, "duopd", i, b)] / rps[(m, "pd-3:1", i, b)] for m, s, i, b in rps if s == "duopd")
+    row = next(r for r in off if r["claim"].startswith("output 32 (prefill-heavy) vs PD 3:1: highest"))
+    assert row["mechanism"].endswith(f"--allreduce-overlap: {best:.4g}")
 
 
 def test_fig11_covers_the_quick_grid(study) -> None:

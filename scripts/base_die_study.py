@@ -3,7 +3,8 @@ composed, on the same requests.
 
     python scripts/base_die_study.py [--out DIR] [--quick] [--slo-ms X] [--doc PATH]
 
-Per model and row: TPOT and TTFT p50 and energy per output token at a common load, the HBF media bytes read, and
+Per model and row: TPOT and TTFT p50 and energy per output token at a common load (the PNMs' and DQBs' power from
+the synthesis table, the default, and from the papers, `--power-source paper`), the HBF media bytes read, and
 the largest rate of the QPS grid at which TPOT p99 stays within the SLO (the sweep stops at the first rate that
 misses it), and the KV tokens the decode side holds (the longest context × batch that fits). Writes `rows.csv` (every simulation), `headline.csv` + `headline.md` and `tpot.png` to
 build/study/base_die/; `--doc` also writes the headline with its command into a Markdown page. A row the model
@@ -88,6 +89,8 @@ def study(scale: Scale, slo_ms: float, table) -> tuple[list[dict], list[dict]]:
         for name, flags, fields in ROWS:
             at_load = run(model, fields, scale, scale.load_qps, table)
             runs.append({"model": model, "row": name, "qps": scale.load_qps, **at_load})
+            # The papers' PNM and DQB power changes the energy alone.
+            paper = run(model, {**fields, "power_source": "paper"}, scale, scale.load_qps, table)
             best = math.nan
             if at_load["status"] == "ok":
                 for qps in scale.qps_grid:
@@ -101,6 +104,7 @@ def study(scale: Scale, slo_ms: float, table) -> tuple[list[dict], list[dict]]:
                              "status": at_load["status"],
                              **{k: at_load.get(k, math.nan) for k in ("tpot_p50_ms", "ttft_p50_ms",
                                                                         "energy_j_per_token", "flash_read_gb")},
+                             "energy_paper_j_per_token": paper.get("energy_j_per_token", math.nan),
                              "max_qps_at_slo": best,
                              "kv_tokens": kv_tokens(model, fields, table) if at_load["status"] == "ok" else math.nan})
     return runs, headline
@@ -123,7 +127,9 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
     lines = [f"Regenerate: `{command}` (writes build/study/base_die/).", "",
              f"Each model on the `paper` hardware (8 GPUs); {scale.requests} Poisson requests of {INPUT_LEN} -> "
              f"{OUTPUT_LEN} tokens (length CV {CV}, seed {SEED}). TPOT, TTFT and energy at the common load of "
-             f"{scale.load_qps:g} request/s. Max QPS: the largest rate of {', '.join(f'{q:g}' for q in scale.qps_grid)}"
+             f"{scale.load_qps:g} request/s; the energy with the PNMs' and DQBs' synthesized power (the default, "
+             "docs/results/ppa.md) and, beside it, with the papers' (`--power-source paper`: DuoPD's 6.45 W per stack, "
+             f"StreamDQ's 0.355 W per DQB). Max QPS: the largest rate of {', '.join(f'{q:g}' for q in scale.qps_grid)}"
              f" request/s at which TPOT p99 <= {slo_ms:g} ms (`--slo-ms`; 40 ms: MLPerf Inference's interactive Llama-2-70B "
              "server scenario, loadgen/mlperf.conf); "
              "0: missed already at the lowest; >=: met at the highest. Only TPOT is constrained: in PD and DuoPD a longer "
@@ -132,12 +138,12 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
              f"{INPUT_LEN + OUTPUT_LEN} tokens that fits beside it). One row at "
              f"one rate from the command line: `basedie simulate --model MODEL FLAGS --qps X --requests {scale.requests} "
              f"--input-len {INPUT_LEN} --output-len {OUTPUT_LEN} --length-cv {CV} --seed {SEED}`.", "",
-             "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | flash read GB | max QPS "
-             f"| KV tokens | batch of {INPUT_LEN + OUTPUT_LEN} | status |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | J / output token, paper power "
+             f"| flash read GB | max QPS | KV tokens | batch of {INPUT_LEN + OUTPUT_LEN} | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h in headline:
         numbers = " | ".join("-" if math.isnan(h[k]) else f"{h[k]:.4g}" for k in (
-            "tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "flash_read_gb"))
+            "tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "energy_paper_j_per_token", "flash_read_gb"))
         best = "-" if h["status"] != "ok" else ("0" if math.isnan(h["max_qps_at_slo"]) else
                                                 f"{'>= ' * (h['max_qps_at_slo'] == scale.qps_grid[-1])}"
                                                 f"{h['max_qps_at_slo']:g}")
@@ -163,15 +169,17 @@ FINDINGS = {
                   "HBM: the 64 DQBs of a stack at their 328 MHz design clock deliver 1.34 TB/s of FP16, less than "
                   "the stack's 2.0 TB/s. On layout C they pay: a GPU's 4-bit layers fit its frame cache and FP16's "
                   "do not, so the flash read falls by four orders of magnitude and TPOT halves against FP16 on C. "
-                  "Energy per token with the 4-bit weights on C comes within a few per cent of DuoPD's (not yet "
-                  "traced).",
+                  "Energy per token with the 4-bit weights on C is below DuoPD's on HBM: by a few per cent with the "
+                  "papers' power, by about a quarter with the synthesized power, whose DQB draws a sixth of "
+                  "StreamDQ's 0.355 W and whose PNM 2.7x DuoPD's 6.45 W (the mechanism beyond the power figures "
+                  "is not yet traced).",
     "GPT3-175B": "As for LLaMA2-70B on HBM (DuoPD first, the DQBs' clock slows it). On layout C even the 4-bit "
                  "layers exceed a GPU's 8 GiB frame cache, so both HBF rows stay flash-bound; 4-bit reads about a "
                  "third of FP16's flash bytes, yet neither HBF row holds the 40 ms SLO even at the lowest rate. Its "
                  "energy per token is the lowest of all rows, below DuoPD's on HBM (not yet traced).",
     "Qwen3-235B-A22B": "With 22 B active parameters a decode token reads little, and PD 1:1's GPU decode is "
-                       "faster per token than DuoPD's (mechanism not yet traced); DuoPD still spends less than half "
-                       "the energy. On layout C the experts cycle through the frame cache, so DuoPD reads the "
+                       "faster per token than DuoPD's (mechanism not yet traced); DuoPD still spends about half the "
+                       "energy (less than half with the papers' power). On layout C the experts cycle through the frame cache, so DuoPD reads the "
                        "media in every layer; with 4-bit experts (a quarter of the bytes plus S/Z) more of them stay "
                        "in the frame cache, the flash read falls about sevenfold and TPOT by 1.7x against FP16 on C. "
                        "On HBM the DQBs slow DuoPD, as for the dense models (their 1.34 TB/s per stack).",

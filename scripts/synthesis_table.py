@@ -46,7 +46,19 @@ def rows(entries: list[dict]) -> list[tuple[str, ...]]:
 def markdown(entries: list[dict]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(entries)]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + cpu_summary(entries)
+
+
+def cpu_summary(entries: list[dict]) -> str:
+    """What the table's runs cost, from their provenance: Yosys's CPU, the timing and power analysis's, and the
+    runs that dominate (the Verilog's generation is not recorded)."""
+    yosys = sum(e["provenance"]["cpu_s"] for e in entries)
+    analysis = sum(e["provenance"].get("analysis_cpu_s", 0.0) for e in entries)
+    largest = sorted(entries, key=lambda e: -e["provenance"]["cpu_s"])[:3]
+    named = ", ".join(f"{e['block']} {label(e)} {e['provenance']['cpu_s']:.0f} s" for e in largest)
+    attempts = sum(e["figures"] is None for e in entries)
+    return (f"The {len(entries)} runs recorded took {yosys:,.0f} s of Yosys CPU ({attempts} of them attempts, counted "
+            f"up to where they stopped) and {analysis:,.0f} s of timing and power analysis; the largest: {named}.")
 
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "results" / "ppa.md"

@@ -285,12 +285,11 @@ class SimulationConfig:
                metavar="N", type=int, default=0),
         check=lambda tokens: None if isinstance(tokens, int) and tokens >= 0 else
         f"shared prefix must be >= 0 tokens, got {tokens}", group=HBF_GROUP))
-    power_source: str = field(default="paper", metadata=options(
-        Option("--power-source", "the PNM's and the DQB's power: paper (default: DuoPD's 6.45 W per stack or --hw "
-                                 "pnm.power_w, StreamDQ's 0.355 W per DQB) or synthesized (the synthesis table, "
-                                 "docs/results/ppa.md; a stale or missing entry is refused, and the paper-size PNM's "
-                                 "vector unit and 64 KiB buffer are not in it yet)",
-               default="paper", choices=POWER_SOURCES),
+    power_source: str = field(default="synthesized", metadata=options(
+        Option("--power-source", "the PNM's and the DQB's power: synthesized (default: the synthesis table, "
+                                 "docs/results/ppa.md; a stale or missing entry is refused) or paper (DuoPD's 6.45 W "
+                                 "per stack or --hw pnm.power_w, StreamDQ's 0.355 W per DQB)",
+               default="synthesized", choices=POWER_SOURCES),
         check=lambda source: None if source in POWER_SOURCES else
         f"unknown power source {source!r}; choose one of {', '.join(POWER_SOURCES)}"))
 

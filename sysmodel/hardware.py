@@ -82,7 +82,7 @@ class PNMArray:
     lane_width: int              # selects the verified pnm_lane entry of this width
     clock_hz: float              # selects entries with this design clock
     vector_width: int            # the vector unit's lanes, a power of two
-    power_w: float               # per stack, the paper's (--power-source paper; sysmodel.power synthesizes it)
+    power_w: float               # per stack, the paper's (--power-source paper; the default synthesizes it)
     all_reduce_s: float          # one inter-PNM all-reduce over the GPU NoC
     # The PNM's read bandwidth over its stack's (1: DuoPD's shared TSVs, §4.3); Duplex adds TSVs for 4× (DuoPD §3.3,
     # §6.4, [Yun et al., 2024]). The GPU keeps the stack's bandwidth; `PNMExecution` reads at this multiple.
@@ -90,6 +90,9 @@ class PNMArray:
     # Copies of the verified array of `lanes` lanes per stack, side by side (DuoPD §6.4's "4× compute": four). The
     # composition rule is `PNMFigures`'; a verified array of arrays × lanes lanes would replace it.
     arrays: int = 1
+    # Extra TSV I/O power per stack for a PNM reading at a multiple of the stack's bandwidth (Duplex, `PNMScale`),
+    # added to the PNM's power from either source (`sysmodel.power`).
+    tsv_power_w: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ class PNMScale:
     def apply(self, hardware: "Hardware") -> "Hardware":
         pnm = hardware.pnm
         return replace(hardware, pnm=replace(pnm, bandwidth_multiple=pnm.bandwidth_multiple * self.bandwidth,
-                                             arrays=pnm.arrays * self.compute, power_w=pnm.power_w + self.tsv_power_w))
+                                             arrays=pnm.arrays * self.compute,
+                                             tsv_power_w=pnm.tsv_power_w + self.tsv_power_w))
 
 
 # Duplex's PNM against the paper's (DuoPD §3.3, §6.4, [Yun et al., 2024]): 4× the internal bandwidth through extra
@@ -191,7 +195,8 @@ class Hardware:
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
                 "hardware: memory controller request size and ports must be > 0")
-        require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.all_reduce_s, self.link.energy_per_bit) >= 0,
+        require(min(self.gpu.power_w, self.pnm.power_w, self.pnm.tsv_power_w, self.pnm.all_reduce_s,
+                    self.link.energy_per_bit) >= 0,
                 "hardware: powers, energies and latencies must be >= 0")
         require(0 <= self.pnm_hbm_energy_saving < 1, "hardware: pnm_hbm_energy_saving must be in [0, 1)")
         require(self.pnm.bandwidth_multiple > 0, "hardware: pnm.bandwidth_multiple must be > 0")
@@ -216,7 +221,8 @@ NVLINK5 = Link(name="NVLink 5", bandwidth=900e9, energy_per_bit=8e-12, nvls=True
 NVL72_NETWORK = Link(name="NVLink 5 Switch (NVL72 rack)", bandwidth=900e9, energy_per_bit=8e-12, nvls=True)
 
 # The PNM of §6.1: 16 lanes × 1,024 FP16 multipliers at 1 GHz (32 TFLOPS); 6.45 W per stack (§6.7: the
-# figure of --power-source paper; --power-source synthesized takes the synthesized PNM's, sysmodel.power); inter-PNM
+# figure of --power-source paper; the default, --power-source synthesized, takes the synthesized PNM's,
+# sysmodel.power); inter-PNM
 # all-reduce over the GPU NoC 400–500 ns (§5.2, [Jin et al., 2024]); we take the conservative 500 ns. The vector
 # unit's width is OUR ASSUMPTION: the paper gives its role (§4.2) and area (1.56 mm², §6.7), not its width. 128
 # FP32 lanes = the sublane width (§4.2: eight 128-wide sublanes per lane);

@@ -115,7 +115,7 @@ class Offloaded(Disaggregated):
                             VectorFigures.from_verified(setting.table, pnm_hw.pnm), whole_decode=False)
         # While it decodes, the instance draws its GPUs' power and its stacks' PNMs' (with Duplex's TSV I/O).
         stacks = tp * hw.gpu.stacks
-        return OffloadExecution(gpu, near), kv_pool(setting, shard, name), gpus_w + stacks * pnm_hw.pnm.power_w
+        return OffloadExecution(gpu, near), kv_pool(setting, shard, name), gpus_w + stacks * setting.pnm_power.watts
 
 
 SYSTEMS.register("pd-1:1-pim", Offloaded(1, 4, 1, 4, ATTENTION, "pim"),

@@ -1,6 +1,6 @@
 """Power of the base-die logic (PNM, DQB) from the synthesis table (`basedie synth`, docs/results/ppa.md), as the
-latencies come from the verified table: the papers' own synthesis results are kept only for comparison
-(`--power-source paper`). The serving simulation, the comparison tables and the thermal check of
+latencies come from the verified table, and the serving simulation takes them by default: the papers' own
+synthesis results are kept for comparison (`--power-source paper`). The serving simulation, the comparison tables and the thermal check of
 docs/results/ppa.md read it.
 
 Each figure is the synthesized block's leakage plus its vectorless dynamic power at its design clock and the
@@ -131,11 +131,15 @@ def _synthesized(parts: list[tuple[float, SynthesizedPower]]) -> BaseDiePower:
 
 
 def pnm_power(source: str, pnm, path: Path = TABLE_PATH) -> BaseDiePower:
-    """One stack's PNM (`hardware.PNMArray`): synthesized (`pnm_parts`), or `pnm.power_w` (the paper's, DuoPD
-    §6.7, unless overridden)."""
+    """One stack's PNM (`hardware.PNMArray`): synthesized (`pnm_parts`, its `arrays` × `lanes` lanes), or
+    `pnm.power_w` (the paper's, DuoPD §6.7, unless overridden); either plus the TSV I/O of a what-if PNM that
+    reads at a multiple of the stack's bandwidth (`pnm.tsv_power_w`, Duplex's)."""
+    tsv = ({"hardware": "pnm.tsv_power_w", "watts": pnm.tsv_power_w},) if pnm.tsv_power_w else ()
     if source == "paper":
-        return BaseDiePower(pnm.power_w, source, ({"hardware": "pnm.power_w", "paper": "DuoPD §6.7"},))
-    return _synthesized(pnm_parts(pnm.lanes, pnm.lane_width, pnm.vector_width, pnm.clock_hz, path))
+        return BaseDiePower(pnm.power_w + pnm.tsv_power_w, source,
+                            ({"hardware": "pnm.power_w", "paper": "DuoPD §6.7"}, *tsv))
+    logic = _synthesized(pnm_parts(pnm.arrays * pnm.lanes, pnm.lane_width, pnm.vector_width, pnm.clock_hz, path))
+    return BaseDiePower(logic.watts + pnm.tsv_power_w, source, logic.provenance + tsv)
 
 
 def dqb_power(source: str, path: Path = TABLE_PATH) -> BaseDiePower:

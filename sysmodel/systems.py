@@ -180,8 +180,9 @@ class Setting:
 
     @cached_property
     def pnm_power(self) -> BaseDiePower:
-        """One stack's PNM, from the run's power source (`sysmodel.power`; asked for only by systems with PNMs)."""
-        return pnm_power(self.config.power_source, self.hardware.pnm)
+        """One stack's PNM as the system builds it (Duplex's TSVs, 4x compute), from the run's power source
+        (`sysmodel.power`; asked for only by systems with PNMs)."""
+        return pnm_power(self.config.power_source, self.spec.pnm_hardware(self.hardware).pnm)
 
     @cached_property
     def dqb_power(self) -> BaseDiePower:

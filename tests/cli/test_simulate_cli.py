@@ -328,15 +328,36 @@ def test_a_stale_synthesis_table_is_one_line_exit_2(tmp_path, monkeypatch, capsy
     committed = power.load
     monkeypatch.setattr(power, "load", lambda path: committed(stale))
     out = tmp_path / "out"
-    code, _, err = run([*SMALL, "--power-source", "synthesized", "--out", str(out)], capsys)
+    # The synthesized power is the default source: a stale table is refused without asking for it.
+    code, _, err = run([*SMALL, "--out", str(out)], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "is stale: pnm_lane" in err and "basedie synth pnm_lane" in err
     assert not out.exists()
     # The papers' figures need no synthesis table.
-    assert run([*QUICK, "--out", str(out)], capsys)[0] == 0
+    assert run([*QUICK, "--power-source", "paper", "--out", str(out)], capsys)[0] == 0
     resolved = json.loads((out / "config.json").read_text())
     assert resolved["base_die_power"]["source"] == "paper"
     assert resolved["base_die_power"]["pnm_power"]["watts"] == 6.45
+
+
+def test_the_pnms_power_comes_from_the_synthesis_table_by_default(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert run([*QUICK, "--out", str(out)], capsys)[0] == 0
+    used = json.loads((out / "config.json").read_text())["base_die_power"]
+    # One stack's PNM, composed by hand from the committed table: 16 paper-size lanes, the 2-lane vector unit 64
+    # times (128 lanes), the 64 KiB buffer, the controller and the in-order MMU.
+    entries = json.loads(power.TABLE_PATH.read_text())["entries"]
+
+    def watts(block: str, **params) -> float:
+        found = [e for e in entries if e["block"] == block and e["figures"]
+                 and all(e["params"][k] == v for k, v in params.items())]
+        assert len(found) == 1, block
+        return found[0]["figures"]["power"]["total_w"]
+
+    expected = (16 * watts("pnm_lane", width=1024) + 64 * watts("pnm_vector", width=2)
+                + watts("pnm_buffer", total_bytes=65536) + watts("pnm_controller") + watts("mmu", out_of_order=False))
+    assert used["source"] == "synthesized"
+    assert used["pnm_power"]["watts"] == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("extra", [["--qps", "fast"], ["--batch", "2.5"], ["--system"]])

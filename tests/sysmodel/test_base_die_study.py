@@ -65,3 +65,15 @@ def _load():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_papers_power_changes_only_the_rows_with_pnms_or_dqbs(rows) -> None:
+    """PD 1:1 and one GPU reading HBF use neither; DuoPD's PNMs draw more synthesized than DuoPD's 6.45 W, the
+    DQBs less than StreamDQ's 0.355 W (docs/results/ppa.md), and the DQB rows draw both."""
+    for name in ("pd-1:1", "gpu+C"):
+        assert float(rows[name]["energy_j_per_token"]) == float(rows[name]["energy_paper_j_per_token"]), name
+    for name in ("duopd", "duopd+C"):
+        assert float(rows[name]["energy_j_per_token"]) > float(rows[name]["energy_paper_j_per_token"]), name
+    assert float(rows["gpu+dqb"]["energy_j_per_token"]) < float(rows["gpu+dqb"]["energy_paper_j_per_token"])
+    for name in ("duopd+dqb", "duopd+dqb+C"):
+        assert float(rows[name]["energy_j_per_token"]) != float(rows[name]["energy_paper_j_per_token"]), name

@@ -139,12 +139,28 @@ def test_fig15_decode_instance_computes_less_than_prefill_instance(study) -> Non
         assert part["PD 1:1 decode instance"] < part["PD 1:1 prefill instance"]
 
 
+def test_fig16_the_power_source_moves_only_the_pnms_decode_energy(study) -> None:
+    """PD 1:1 has no PNM, and DuoPD prefills on its GPUs: only DuoPD's decode energy depends on the PNMs' power,
+    which the synthesis table puts above DuoPD's 6.45 W per stack (docs/results/ppa.md)."""
+    _, out, _ = study
+    energy = {(r["system"], r["output_len"], r["power_source"]): r for r in read(out / "fig16.csv")}
+    assert {source for _, _, source in energy} == {"synthesized", "paper"}
+    for (system, output, _), r in energy.items():
+        paper = energy[(system, output, "paper")]
+        assert float(r["prefill_j"]) == float(paper["prefill_j"]), (system, output)
+        if system == "pd-1:1":
+            assert float(r["energy_j"]) == float(paper["energy_j"]), output
+    for output in {output for _, output, _ in energy}:
+        assert (float(energy[("duopd", output, "synthesized")]["decode_j"])
+                > float(energy[("duopd", output, "paper")]["decode_j"])), output
+
+
 def test_impossible_configurations_are_recorded_not_dropped(tmp_path, monkeypatch, capsys) -> None:
     script = load_script()
     monkeypatch.setattr(script, "FIG16_INPUT", 10**6)   # a million-token GPT3-175B KV cache fits nowhere
     script.main(["--only", "fig16", "--workers", "0", "--out", str(tmp_path)])
     rows = read(tmp_path / "fig16.csv")
-    assert len(rows) == 2 * len(script.FIG16_OUTPUTS)
+    assert len(rows) == 2 * len(script.FIG16_OUTPUTS) * len(script.POWER_SOURCES)
     assert all(r["status"].startswith("impossible:") and "KV cache" in r["status"] for r in rows)
     assert all(math.isnan(float(r["ours"])) for r in read(tmp_path / "headline.csv"))
     assert "n/a" in capsys.readouterr().out

@@ -6,7 +6,7 @@ import pytest
 
 from basedie.verified import StaleTableError, rtl_digest
 from sysmodel import power
-from sysmodel.hardware import PAPER_PNM
+from sysmodel.hardware import DUPLEX_BANDWIDTH_COMPUTE, PAPER_HARDWARE, PAPER_PNM
 
 MODULES = {"pnm_lane": "rtl.pnm.lane", "pnm_vector": "rtl.pnm_vector.vector", "pnm_buffer": "rtl.pnm_buffer.buffer",
            "pnm_controller": "rtl.pnm_controller.controller", "mmu": "rtl.mmu.mmu", "dqb": "rtl.dqb.dqb"}
@@ -74,3 +74,14 @@ def test_the_paper_source_takes_the_papers_figures_without_the_table(tmp_path: P
     assert power.dqb_power("paper", missing).watts == 0.355
     with pytest.raises(StaleTableError, match="basedie synth all"):
         power.dqb_power("synthesized", missing)
+
+
+def test_duplexs_pnm_adds_its_tsv_power_and_its_arrays_lanes_under_either_source(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    duplex = DUPLEX_BANDWIDTH_COMPUTE.apply(PAPER_HARDWARE).pnm
+    # Four arrays of 16 lanes of 0.25 W; the vector unit, buffer, controller and MMU once; Duplex's TSV I/O raises
+    # a stack from 41.6 W to 100.48 W (hardware.DUPLEX_BANDWIDTH).
+    tsv = 100.48 - 41.6
+    assert power.pnm_power("synthesized", duplex, path).watts == pytest.approx(
+        64 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05 + tsv)
+    assert power.pnm_power("paper", duplex, path).watts == pytest.approx(6.45 + tsv)

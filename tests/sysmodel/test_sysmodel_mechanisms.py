@@ -157,6 +157,18 @@ def test_the_pnms_draw_the_power_of_the_runs_power_source(table, monkeypatch) ->
     assert asked == ["synthesized"] and by_device["pnm"].power_w == pytest.approx(64 * 5.0, rel=1e-12)
 
 
+@pytest.mark.parametrize(("system", "account", "watts"), [
+    # Duplex's TSVs raise a stack from 41.6 W to 100.48 W (§6.4, [Adhinarayanan et al., 2025]) on top of the PNM's
+    # 6.45 W (§6.7): DuoPD's 64 stacks reading at 4x, and PD 1:1's TP4 decode instance (4 GPUs, 32 stacks).
+    ("duopd-4x-bw", "decode (PNM)", 64 * (6.45 + 100.48 - 41.6)),
+    ("pd-1:1-duplex", "decode instance 0 (TP4)", 4 * 1400.0 + 32 * (6.45 + 100.48 - 41.6)),
+])
+def test_duplexs_pnms_draw_their_tsv_power_beside_the_pnms(table, system: str, account: str, watts: float) -> None:
+    setting = make_setting(PAPER_HARDWARE, LLAMA2_70B, table, system=system, power_source="paper")
+    by_name = {a.name: a for a in build(system, setting, EventLoop()).accounts}
+    assert by_name[account].power_w == pytest.approx(watts, rel=1e-12)
+
+
 # LLaMA2-70B KV per token: 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
 KV_PER_TOKEN = 2 * 80 * 8 * 128 * 2
 

@@ -99,12 +99,15 @@ def test_simulate_runs_on_a_verified_width_and_refuses_an_unverified_one(tmp_pat
     table = VerifiedBlocks([lane(1024), lane(64), ARRAY, VECTOR, mmu()])
     monkeypatch.setattr(basedie.verified, "load", lambda: table)
     out = tmp_path / "w64"
-    assert main([*SIMULATE, "--hw", "pnm.lane_width=64", "--out", str(out)]) == 0
+    # The synthesis table has no 64-wide lane: its power (the default source) is refused, the paper's is not.
+    assert main([*SIMULATE, "--hw", "pnm.lane_width=64", "--out", str(out)]) == 2
+    assert "`basedie synth pnm_lane --param width=64" in capsys.readouterr().err and not out.exists()
+    assert main([*SIMULATE, "--hw", "pnm.lane_width=64", "--power-source", "paper", "--out", str(out)]) == 0
     used = json.loads((out / "config.json").read_text())["verified_blocks"]
     assert used["pnm_lane"]["params"]["width"] == 64 and used["pnm_array"]["params"]["lanes"] == 16
     assert used["pnm_vector"]["params"]["width"] == 128 and "fp32_add" not in used   # no scaling needed
     capsys.readouterr()
-    assert main([*SIMULATE, "--hw", "pnm.lane_width=32", "--out", str(tmp_path / "w32")]) == 2
+    assert main([*SIMULATE, "--hw", "pnm.lane_width=32", "--power-source", "paper", "--out", str(tmp_path / "w32")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "`basedie verify pnm_lane --param width=32 --param sublane_width=32`" in err
     assert not (tmp_path / "w32").exists()

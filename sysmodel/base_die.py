@@ -4,8 +4,8 @@ DuoPD's PNM multiplies FP16; StreamDQ's DQB sits on the read path of every pseud
 for tagged reads. On one base die the PNM's decode reads the stored (packed + S/Z) bytes from the stack and
 the DQBs deliver FP16 to the lanes. This prices the join from the verified `dqb` entry (its beats per cycle by
 mode, its read latency, the S/Z share of the bytes read) beside the verified `pnm` figures `PNMExecution` already
-uses, at the DQB's design clock. The RTL block `base_die` (rtl/base_die/) joins the two and is verified at a
-small size; its figures are not yet read here."""
+uses, at the DQB's design clock. The RTL block `base_die` (rtl/base_die/) joins the two; its decode layer's bytes
+give the S/Z share at its bench's group size (`sz_fraction`, docs/design/base-die.md)."""
 from dataclasses import dataclass
 
 from .errors import require

@@ -52,7 +52,6 @@ class Colocated(System):
     scheduler: str = "sarathi"
     router: str = "round-robin"
     options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
-    one_kv_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         require(self.instances >= 1 and self.tp >= 1, "colocated: instances and TP must be >= 1")

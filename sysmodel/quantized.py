@@ -168,13 +168,45 @@ def dqb_figure(table: VerifiedBlocks, name: str):
 
 
 def sz_fraction(table: VerifiedBlocks, bits: int, group_size: int) -> float:
-    """S/Z share of all weight bytes read (Table 3), as the DQB bench measured it."""
-    for row in dqb_figure(table, "sz_read_fraction"):
+    """S/Z share of all weight bytes read (Table 3), as the DQB bench or the base die's bench measured it."""
+    return sz_source(table, bits, group_size)[0]
+
+
+def sz_source(table: VerifiedBlocks, bits: int, group_size: int) -> tuple[float, str]:
+    """The S/Z share of the weight bytes read and the block whose bench measured it: the DQB's (Table 3's group
+    sizes), else the base die's decode layer (`base_die_sz_rows`)."""
+    rows = [(row, "dqb") for row in dqb_figure(table, "sz_read_fraction")] + [
+        (row, "base_die") for row in base_die_sz_rows(table)]
+    for row, block in rows:
         if (row["weight_bits"], row["group_size"]) == (bits, group_size):
-            return float(row["fraction"])
-    groups = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
+            return float(row["fraction"]), block
+    groups = sorted({row["group_size"] for row, _ in rows if row["weight_bits"] == bits})
     raise ConfigError(f"no measured S/Z fraction for group size {group_size} ({bits}-bit); measured: "
                       f"{', '.join(map(str, groups))}")
+
+
+# The base die bench's decode-layer runs with the GPU idle, by weight width (its AWQ run shares the die with GPU
+# reads, which evict S/Z lines: not a property of the format).
+BASE_DIE_RUNS = {4: "gptq", 8: "int8"}
+
+
+def base_die_sz_rows(table: VerifiedBlocks) -> list[dict]:
+    """The S/Z share of the weight bytes the base die's PNM read in its decode layer, per verified base_die entry
+    and weight width: the layer's FP16 weight bytes W are what the quantized run stopped reading, W (1 - bits/16) =
+    FP16 bytes - (quantized bytes - S/Z bytes); its group size follows from the S/Z bytes, one FP16 scale and one
+    zero point of the weight's width per group, each read once (the bench checks both)."""
+    rows = []
+    for entry in (e for e in table.entries if e.block == "base_die"):
+        figures = entry.figures
+        for bits, run in BASE_DIE_RUNS.items():
+            sz, read = figures[f"sz_read_bytes_{run}"], figures[f"memory_read_bytes_{run}"]
+            weights = (figures["memory_read_bytes_fp16"] - (read - sz)) / (1 - bits / 16)
+            group_size = weights / 2 / (sz / (2 + bits / 8))
+            require(group_size == int(group_size), f"the base_die entry's {run} bytes give no whole group size "
+                                                   f"({group_size}): run `basedie verify base_die`")
+            rows.append({"weight_bits": bits, "group_size": int(group_size),
+                         "fraction": sz / (weights * bits / 16 + sz)})
+    return rows
 
 
 @dataclass(frozen=True)

@@ -305,6 +305,15 @@ class PrefillServer(Server):
             parts = [prefill_work(_left(request), request.prefilled) for request in self.batch]
             self.start(Work(*(sum(counts) for counts in zip(*parts))))
 
+    def kv_sequences(self, iteration: int) -> list[tuple[int, int, int]]:
+        """What iteration `iteration` of the block does with the KV cache (`sysmodel.hbf.kv`): per prompt (id,
+        tokens already in the KV cache, tokens written)."""
+        return [(request.id, request.prefilled, _left(request)) for request in self.batch]
+
+    def kv_live(self) -> set[int]:
+        """The requests whose KV this server keeps."""
+        return {request.id for request in self.batch}
+
     def completed(self, ends: np.ndarray) -> None:
         batch, self.batch = self.batch, []
         for request in batch:
@@ -380,6 +389,17 @@ class DecodeServer(Server):
         steps = min(r.output_len - r.tokens for r in self.running)
         self.start(decode_work(batch, self.context + batch * np.arange(steps)))
 
+    def kv_sequences(self, iteration: int) -> list[tuple[int, int, int]]:
+        """Each running request reads its context and writes one token; a request whose KV was moved here from
+        another instance (PD: not reserved by a prefill server on this memory) has it land on its first
+        iteration, written as if computed here."""
+        landing = not self.kv_reserved and iteration == 0
+        return [(r.id, 0, r.context + 1) if landing and r.tokens == 1 else (r.id, r.context + iteration, 1)
+                for r in self.running]
+
+    def kv_live(self) -> set[int]:
+        return {request.id for request in self.running} | {request.id for request in self.waiting}
+
     def completed(self, ends: np.ndarray) -> None:
         self._emit_tokens(ends)
         self.step()
@@ -443,6 +463,16 @@ class MixedServer(DecodeServer):
             part = prefill_work(tokens, request.prefilled, request.prefilled + tokens == request.input_len)
             work = Work(*(a + b for a, b in zip(work, part)))
         self.start(work)
+
+    def kv_sequences(self, iteration: int) -> list[tuple[int, int, int]]:
+        """The prompt chunks, then, while it decodes, one token of each running request (its KV written here)."""
+        sequences = [(request.id, request.prefilled, tokens) for request, tokens in self.chunks]
+        if self._decoding:
+            sequences += [(request.id, request.context + iteration, 1) for request in self.running]
+        return sequences
+
+    def kv_live(self) -> set[int]:
+        return {request.id for request in self.running} | {request.id for request in self.prefilling}
 
     def completed(self, ends: np.ndarray) -> None:
         if self._decoding:

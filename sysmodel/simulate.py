@@ -16,7 +16,7 @@ from .execution import pnm_entries, vector_entries
 from .errors import ConfigError, require
 from .hbf.media import PROVENANCE
 from .metrics import request_row, summarize
-from .quantized import dqb_entry
+from .quantized import dqb_entry, sz_source
 from .systems import Setting, build
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,8 @@ def _base_die_power(setting: Setting) -> dict:
 
 def _used_figures(setting: Setting) -> dict:
     """Provenance of the verified figures a run rests on: the PNM's lane, array, vector unit (and the adder that
-    scales its reduction tree) and MMU on the systems that run one, the DQB's for quantized weights."""
+    scales its reduction tree) and MMU on the systems that run one, the DQB's for quantized weights (and the base
+    die's when its decode layer measured the S/Z share)."""
     used = []
     pnm = setting.spec.pnm_hardware(setting.hardware)
     if pnm is not None:
@@ -214,6 +215,9 @@ def _used_figures(setting: Setting) -> dict:
         used += [("pnm_lane", lane), ("pnm_array", array), ("pnm_vector", vector),
                  ("mmu", setting.table.entry("mmu", out_of_order=False))]
         used += [("fp32_add", adder)] if adder else []
-    if setting.config.quantization.quantized:  # the S/Z fraction always, every DQB figure with --dequant dqb
+    quant = setting.config.quantization
+    if quant.quantized:  # the S/Z fraction always (the DQB's or the base die's), every DQB figure with the DQBs
         used.append(("dqb", dqb_entry(setting.table)))
+        if sz_source(setting.table, quant.bits, quant.group_size)[1] == "base_die":
+            used += [("base_die", entry) for entry in setting.table.entries if entry.block == "base_die"]
     return {name: {"params": e.params, "sources_digest": e.provenance["sources_digest"]} for name, e in used}

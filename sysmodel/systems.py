@@ -45,11 +45,9 @@ from basedie.verified import VerifiedBlocks
 class System:
     """A serving system's spec (a frozen dataclass of its shape), registered under its name in `SYSTEMS`: a new
     system is one module with its spec and one `SYSTEMS.register` line. `options`: the configuration fields only
-    some systems read (refused elsewhere); `one_kv_server`: one server holds the KV cache, so a shared prefix or a
-    KV cache in HBF is modelled; `prefill_batches`: the system's prefill servers batch whole prompts up to
+    some systems read (refused elsewhere); `prefill_batches`: the system's prefill servers batch whole prompts up to
     `chunk_tokens` (default one prompt), rather than splitting prompts into chunks of it (`Setting.chunk`)."""
     options: ClassVar[frozenset] = frozenset()
-    one_kv_server: ClassVar[bool] = False
     prefill_batches: ClassVar[bool] = False
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
@@ -110,7 +108,6 @@ class DuoPD(System):
 @dataclass(frozen=True)
 class Chunked(System):
     options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
-    one_kv_server: ClassVar[bool] = True
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _chunked(self, setting, built)
@@ -120,7 +117,6 @@ class Chunked(System):
 class SingleGPU(System):
     """One GPU mixing prompt chunks with continuous-batching decode (vLLM v1's scheduler, paper 002 §5.1)."""
     options: ClassVar[frozenset] = frozenset({"chunk_tokens"})
-    one_kv_server: ClassVar[bool] = True
 
     def build(self, setting: "Setting", built: "ServingSystem") -> None:
         _chunked(self, setting, built, gpus=1)
@@ -254,10 +250,6 @@ def build(system: str, setting: Setting, loop: EventLoop, spec=None) -> ServingS
     """The system named `system`: one of `SYSTEMS`, or any `spec` (a deployment) under that name."""
     spec = SYSTEMS.lookup(system) if spec is None else spec
     built = ServingSystem(loop, system)
-    layout = setting.layout
-    require(not (layout is not None and "hbf" in (layout.kv, layout.prefix)) or spec.one_kv_server,
-            f"a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one server holds the KV), not "
-            f"{system} (docs/design/hbf.md, 'Systems')")
     spec.build(setting, built)
     return built
 

@@ -198,6 +198,12 @@ class HBFTier:
             self.object_bytes, self.blocks_per_object,
             self.object_pages * self.stack.program_s / (layout.hbf_stacks * self.stack.outstanding_reads),
             self.tier.energy_per_byte + self.stack.program_energy_per_byte), self.tier.bandwidth)
+        # KV blocks and the shared prefix through the package's frame region (sysmodel/hbf/kv.py), one for all
+        # its servers: a block one server wrote is in the region (or the media) for the other.
+        self.kv = KVFrames(self.layers, shard.kv_bytes_per_token / self.layers,
+                           int(layout.kv_frame_cache_gib * GIB // kv_block_bytes(shard)), prefix_tokens,
+                           layout.kv == "hbf", layout.prefix == "hbf") \
+            if layout.kv == "hbf" or (layout.prefix == "hbf" and prefix_tokens) else None
         self.ports: list[HBFPort] = []
         self.pending: Block | None = None
 
@@ -267,8 +273,8 @@ class HBFTier:
                 self.lru.access_block(touched[:done])
                 if self.router is not None:
                     self.router.touched_block(tokens[:done], slice(0, self.slots))
-        if port.kv is not None:
-            port.kv.restore(kv_states[done])
+        if self.kv is not None:
+            self.kv.restore(kv_states[done])
         last = port.end(done - 1) if done else 0.0
         if done < count:
             block.keep(done)
@@ -416,10 +422,7 @@ class HBFTier:
         package.flush()
         c = dict(zip(ACCESS, sum(port.counts for port in self.ports).tolist()))
         hbf_blocks = self.layers * self.slots * self.blocks_per_object
-        kv = dict.fromkeys(KV_COUNTS, 0)
-        for port in self.ports:
-            if port.kv is not None:
-                kv = {key: kv[key] + port.kv.counts[key] for key in KV_COUNTS}
+        kv = dict(self.kv.counts) if self.kv is not None else dict.fromkeys(KV_COUNTS, 0)
         refresh = package.counters
         # The KV region: the HBF beyond the weights, in erase blocks (writes spread evenly over it).
         kv_blocks = (self.layout.hbf_bytes - self.layout.hbf_weight_bytes(self.shard, self.weight_bytes)) / (
@@ -465,12 +468,6 @@ class HBFPort:
     def __init__(self, tier: HBFTier, base, role: str, power: PortPower) -> None:
         self.tier, self.base, self.role, self.power = tier, base, role, power
         self.server = None          # set by the system: whose iterations these are (and whose KV, if any)
-        layout, shard = tier.layout, tier.shard
-        # KV blocks and the shared prefix through their own frame region (sysmodel/hbf/kv.py).
-        self.kv = KVFrames(tier.layers, shard.kv_bytes_per_token / tier.layers,
-                           int(layout.kv_frame_cache_gib * GIB // kv_block_bytes(shard)), tier.prefix_tokens,
-                           layout.kv == "hbf", layout.prefix == "hbf") \
-            if layout.kv == "hbf" or (layout.prefix == "hbf" and tier.prefix_tokens) else None
         self.previous = np.zeros((tier.layers, tier.slots), dtype=bool)   # the last iteration's demand
         self.block: Block | None = None
         self.counts = np.zeros(len(ACCESS))         # ACCESS, over the iterations kept
@@ -525,19 +522,19 @@ class HBFPort:
             tier.settle(now, self)
             tier.advance(now)
             kv = np.zeros((count, 2))
-            if self.kv is None and tier.resident:
+            if tier.kv is None and tier.resident:
                 # Every access will hit whatever the routing: the block's timing does not depend on it, so its
                 # accesses are drawn when it is settled, for the iterations that ran (nothing to roll back).
                 before, replay = (), (tokens, None, None, None, None, kv)
             else:
                 before = (tier.lru.state(), tier.router.state() if tier.router else None, self.previous,
-                          self.kv.snapshot() if self.kv else None)
+                          tier.kv.snapshot() if tier.kv else None)
                 touched, demand, objects = tier.objects(self, tokens)
-                kv_states = [before[3]] if self.kv else None
-                if self.kv is not None:
+                kv_states = [before[3]] if tier.kv else None
+                if tier.kv is not None:
                     for i in range(count):
                         kv[i] = self._kv_iteration(i)
-                        kv_states.append(self.kv.snapshot())
+                        kv_states.append(tier.kv.snapshot())
                 replay = (tokens, touched, demand, kv_states, objects, kv)
         block = self._price(now, compute, hbm, *replay[4:])
         block.before, block.replay = before, replay
@@ -718,12 +715,11 @@ class HBFPort:
     def _kv_iteration(self, iteration: int) -> tuple[float, float]:
         """Iteration `iteration` of the block being priced through the KV frames: bytes read from the media
         and bytes programmed (write-backs), both whole pages."""
-        s = self.server
-        sequences = [(r.id, r.prefilled, tokens) for r, tokens in s.chunks]
-        if s.running and s._decoding:
-            sequences += [(r.id, r.context + iteration, 1) for r in s.running]
-        counts = self.kv.counts
+        kv = self.tier.kv
+        counts = kv.counts
         read, programmed = counts["media_read_pages"], counts["programmed_pages"]
-        self.kv.iteration(sequences, {r.id for r in s.running} | {r.id for r in s.prefilling})
+        # The KV kept is every server's on the package: one's iteration never drops what the other holds.
+        live = set().union(*(port.server.kv_live() for port in self.tier.ports if port.server is not None))
+        kv.iteration(self.server.kv_sequences(iteration), live)
         return ((counts["media_read_pages"] - read) * PAGE_BYTES,
                 (counts["programmed_pages"] - programmed) * PAGE_BYTES)

@@ -12,6 +12,7 @@ from sysmodel.hbf.layout import GIB, Layout
 from sysmodel.hbf.service import HBFPort
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard
+from sysmodel.servers import DecodeServer, MixedServer, PrefillServer
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.workload import FixedBatch
 
@@ -58,26 +59,77 @@ def _layout(**keys) -> Layout:
     return Layout("kv", hbm_stacks=2, hbf_stacks=1, **keys)
 
 
-def _run(layout: Layout, workload: FixedBatch, prefix: int = 0) -> dict:
-    return simulate(SimulationConfig(system="chunked", model="Qwen3-30B-A3B", workload=workload, hardware=ONE_GPU,
+def _run(layout: Layout, workload: FixedBatch, prefix: int = 0, system: str = "chunked",
+         hardware=ONE_GPU) -> dict:
+    return simulate(SimulationConfig(system=system, model="Qwen3-30B-A3B", workload=workload, hardware=hardware,
                                      memory=layout,
                                      shared_prefix_tokens=prefix)).summary["hbf"]
 
 
-def test_decode_writes_back_dirty_kv_blocks_during_serving() -> None:
+@pytest.mark.parametrize("system", ["chunked", "duopd", "sm-7:3"])
+def test_decode_writes_back_dirty_kv_blocks_during_serving(system) -> None:
     """One request, 32-token prompt, 3 output tokens, a region of 2 blocks (3 MiB). Prefill writes blocks 0
     and 1. Decode 1 reads them (hits) and writes token 32 into block 2, evicting dirty block 0 (384 pages).
     Decode 2 reads blocks 0, 1, 2: block 0 (384 pages read) evicts dirty block 1 (384 programmed), block 1
     (384 read) evicts block 2 with one token (48 programmed), block 2 (48 read) evicts clean block 0; token 33
-    goes into block 2 (a hit)."""
-    hbf = _run(_layout(kv="hbf", kv_frame_cache_gib=2 * BLOCK_MIB / 1024), FixedBatch(1, 32, 3))
+    goes into block 2 (a hit). On duopd (GPU prefill, PNM decode) and sm-7:3 the prefill and decode servers share
+    the package's region: the decode's first reads hit the blocks the prefill wrote."""
+    hbf = _run(_layout(kv="hbf", kv_frame_cache_gib=2 * BLOCK_MIB / 1024), FixedBatch(1, 32, 3), system=system)
     assert hbf["kv_programmed_pages"] == 2 * BLOCK_PAGES + ONE_TOKEN_PAGES
     assert hbf["kv_write_backs"] == 3
     assert hbf["kv_media_read_pages"] == 2 * BLOCK_PAGES + ONE_TOKEN_PAGES
     assert hbf["kv_written_tokens"] == 34
+    assert hbf["kv_hits"] == 3
     assert hbf["hbf_programmed_bytes"] == (2 * BLOCK_PAGES + ONE_TOKEN_PAGES) * 4096
     assert hbf["kv_pe_cycles_per_block"] == pytest.approx(
         (2 * BLOCK_PAGES + ONE_TOKEN_PAGES) / 256 / (512 * GIB / (256 * 4096)))
+
+
+# One HBF stack (sysmodel/hbf/media.py): 384 GB/s, tR 20 us per read, tPROG 100 us over 2,048 outstanding operations.
+HBF_RATE, T_READ, T_PROGRAM_PAGE = 384e9, 20e-6, 100e-6 / 2048
+
+
+def _media_s(read_pages: int, programmed_pages: int, layers: int = 48) -> float:
+    """A waited-for iteration's media time: each layer waits tR for its KV blocks, then the bytes stream; the
+    write-backs add their bytes and tPROG over the outstanding operations."""
+    return (layers * T_READ if read_pages else 0.0) + (read_pages + programmed_pages) * 4096 / HBF_RATE \
+        + programmed_pages * T_PROGRAM_PAGE
+
+
+@pytest.mark.parametrize("system, decoder", [("duopd", "pnm"), ("sm-7:3", "decode")])
+def test_without_a_region_the_decode_server_reads_its_whole_context_from_flash(system, decoder) -> None:
+    """One request of 32 prompt tokens and 3 output tokens, no KV region: the prefill server writes blocks 0 and
+    1 straight through (2 x 384 pages programmed, nothing read). Decode 1 reads them (768 pages) and programs
+    token 32 (one page per layer, 48); decode 2 reads blocks 0 and 1 and token 32 (816), reads that page again
+    before appending token 33 to it (48), and programs it (48). The decode server (DuoPD's PNMs, through the base
+    die's HBM frames) waits for every one of them at the HBF rate."""
+    hbf = _run(_layout(kv="hbf"), FixedBatch(1, 32, 3), system=system)
+    decode_1, decode_2 = (2 * BLOCK_PAGES, ONE_TOKEN_PAGES), (2 * BLOCK_PAGES + 2 * ONE_TOKEN_PAGES, ONE_TOKEN_PAGES)
+    assert hbf["kv_media_read_pages"] == decode_1[0] + decode_2[0]
+    assert hbf["kv_programmed_pages"] == 2 * BLOCK_PAGES + decode_1[1] + decode_2[1]
+    servers = hbf["servers"]
+    assert servers[decoder]["stall_s"] == pytest.approx(_media_s(*decode_1) + _media_s(*decode_2), rel=1e-9)
+    prefill = next(role for role in servers if role != decoder)
+    assert servers[prefill]["stall_s"] == pytest.approx(_media_s(0, 2 * BLOCK_PAGES), rel=1e-9)
+
+
+@pytest.mark.parametrize("prefix, read, programmed", [
+    # Prefill programs blocks 0 and 1 (2 x 96 pages). The decode instance writes the 32 tokens that arrived
+    # with token 32 (96 + 96 + 48 programmed, nothing read: they came over the link into HBM), then reads them
+    # back (240) and block 2's page before appending token 33 (48), and programs that page (48).
+    (0, 240 + 48, 2 * 96 + 240 + 48),
+    # A 16-token prefix in HBF (block 0) on every instance: prefill reads it (96) and programs blocks 1 and 2;
+    # the decode instance reads it on both iterations (2 x 96) and writes only the 32 tokens that moved.
+    (16, 96 + 2 * 96 + 240 + 48, 2 * 96 + 240 + 48),
+])
+def test_pd_lands_the_moved_kv_in_the_decode_instances_hbf(prefix, read, programmed) -> None:
+    """PD 1:1 (TP4 + TP4) with the KV in HBF and no region, one request of 32 tokens after the prefix, 3 output
+    tokens: 512 B per token and layer on a GPU, so a full block is 2 pages per layer (96), a block of one token 1
+    (48). Each instance writes its KV into its own package's HBF; the counts are per GPU, times 4 GPUs."""
+    layout = _layout(kv="hbf", prefix="hbf" if prefix else "hbm")
+    hbf = _run(layout, FixedBatch(1, prefix + 32, 3), prefix=prefix, system="pd-1:1", hardware=PAPER_HARDWARE)
+    assert (hbf["kv_media_read_pages"], hbf["kv_programmed_pages"]) == (4 * read, 4 * programmed)
+    assert hbf["kv_written_tokens"] == 4 * (32 + 33 + 1)
 
 
 @pytest.mark.parametrize("prefix_tier", ["hbm", "hbf"])
@@ -108,14 +160,8 @@ BASE = ["simulate", "--model", "Qwen3-30B-A3B", "--hw", "gpus=1", "--input-len",
 @pytest.mark.parametrize("extra, message", [
     (["--system", "chunked", "--shared-prefix-tokens", "256"], "shorter than every prompt"),
     (["--system", "chunked", "--shared-prefix-tokens", "-1"], "must be >= 0"),
-    # A prefix in HBF on a system whose prefill and decode hold the KV on two servers.
-    (["--system", "pd-1:1", "--hw", "gpus=8", "--shared-prefix-tokens", "64", "--memory", "{prefix_in_hbf}"],
-     "modelled for chunked and gpu"),
 ])
 def test_bad_shared_prefix_is_one_line_exit_2_nothing_written(tmp_path, capsys, extra, message) -> None:
-    layout = tmp_path / "prefix.toml"
-    layout.write_text('hbm_stacks = 8\nhbf_stacks = 1\nprefix = "hbf"\n')
-    extra = [arg.format(prefix_in_hbf=layout) for arg in extra]
     out = tmp_path / "out"
     assert main([*BASE, *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -199,15 +245,45 @@ class PlantedKV:
         self.counts["programmed_pages"] += 2
 
 
+def _as(cls, **fields) -> NS:
+    """A stand-in server with `fields` whose KV methods are `cls`'s."""
+    server = NS(**fields)
+    server.kv_sequences = lambda iteration: cls.kv_sequences(server, iteration)
+    server.kv_live = lambda: cls.kv_live(server)
+    return server
+
+
 @pytest.mark.parametrize("decoding", [True, False])
 def test_an_iteration_gives_the_kv_frames_its_chunks_and_decoding_sequences_and_returns_their_pages(decoding) -> None:
     """A chunked server's iteration: request 1's prompt chunk of 16 tokens after 32 prefilled, and requests 2 and
     3 decoding from contexts of 100 and 7 tokens (each one further per iteration of the block): the KV frames see
     the chunk and, while the server decodes, one new token of each decoding request at its context; the sequences
-    kept are those running or prefilling. The iteration's media bytes are the pages it added, 4 KiB each."""
+    kept are those running or prefilling on every server of the package (request 9 decodes on the other). The
+    iteration's media bytes are the pages it added, 4 KiB each."""
     one, two, three = NS(id=1, prefilled=32), NS(id=2, context=100), NS(id=3, context=7)
-    server = NS(chunks=[(one, 16)], running=[two, three], prefilling=[one], _decoding=decoding)
-    port = NS(server=server, kv=PlantedKV())
+    server = _as(MixedServer, chunks=[(one, 16)], running=[two, three], prefilling=[one], _decoding=decoding)
+    other = _as(DecodeServer, running=[], waiting=[NS(id=9)])
+    tier = NS(kv=PlantedKV())
+    port = NS(server=server, tier=tier)
+    tier.ports = [port, NS(server=other), NS(server=None)]
     assert HBFPort._kv_iteration(port, 2) == (3 * 4096, 2 * 4096)
     decode = [(2, 102, 1), (3, 9, 1)] if decoding else []
-    assert port.kv.calls == [([(1, 32, 16), *decode], {1, 2, 3})]
+    assert tier.kv.calls == [([(1, 32, 16), *decode], {1, 2, 3, 9})]
+
+
+@pytest.mark.parametrize("reserved, iteration, expected", [
+    (False, 0, [(4, 0, 33), (5, 40, 1)]),     # request 4's 32 prompt tokens arrived (PD): written with its token
+    (False, 1, [(4, 33, 1), (5, 41, 1)]),
+    (True, 0, [(4, 32, 1), (5, 40, 1)]),      # its prefill wrote them on this package (duopd, sm-*)
+])
+def test_a_decode_server_writes_the_kv_that_arrived_on_its_first_iteration(reserved, iteration, expected) -> None:
+    """Request 4 decodes its first token after a 32-token prompt, request 5 its third after 38."""
+    server = _as(DecodeServer, kv_reserved=reserved, running=[NS(id=4, tokens=1, context=32),
+                                                              NS(id=5, tokens=3, context=40)], waiting=[])
+    assert server.kv_sequences(iteration) == expected
+
+
+def test_a_prefill_server_writes_each_prompt_after_its_cached_prefix() -> None:
+    server = _as(PrefillServer, batch=[NS(id=6, prefilled=256, input_len=512), NS(id=7, prefilled=0, input_len=9)])
+    assert server.kv_sequences(0) == [(6, 256, 256), (7, 0, 9)]
+    assert server.kv_live() == {6, 7}

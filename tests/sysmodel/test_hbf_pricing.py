@@ -297,16 +297,16 @@ def test_a_kv_block_replaced_at_the_instant_it_was_priced_gives_back_its_kv_read
     """One decoding request: a block of two iterations reads two KV pages; replaced at once by a block of one,
     the KV frames are as before it, plus the one page the new block read."""
     _, tier, (a,) = _tier(NONE, ("a", 1e-5, QUIET))
-    a.kv = OnePagePerSequence()
-    a.server = SimpleNamespace(busy=False, chunks=[], running=[SimpleNamespace(id=1, context=100)], _decoding=True,
-                               prefilling=[], interrupt=lambda: None)
+    tier.kv = OnePagePerSequence()
+    a.server = SimpleNamespace(busy=False, kv_sequences=lambda iteration: [(1, 100 + iteration, 1)],
+                               kv_live=lambda: {1}, interrupt=lambda: None)
     a.cost(Work(np.array([1, 1]), 1, 1, 1))
-    assert a.kv.counts["media_read_pages"] == 2
+    assert tier.kv.counts["media_read_pages"] == 2
     a.server.ends = np.zeros(0)                 # its server ran none of it
     a.cost(Work(np.array([1]), 1, 1, 1))
     a.server.ends = a.block.ends
     tier.settle(float("inf"))
-    assert a.kv.counts["media_read_pages"] == 1
+    assert tier.kv.counts["media_read_pages"] == 1
     assert dict(zip(ACCESS, a.counts.tolist()))["fill_bytes"] == 2 * LAYER_BYTES + PAGE_BYTES
 
 

@@ -240,15 +240,6 @@ def test_duopd_and_sm_run_with_hbf_from_the_command_line(tmp_path, capsys) -> No
         assert (out / "temperature.png").stat().st_size > 0
 
 
-def test_a_kv_cache_in_hbf_is_still_refused_for_duopd(tmp_path, capsys) -> None:
-    layout = _layout_file(tmp_path, "kv", hbm_stacks=1, hbf_stacks=3, weights="hbf", kv="hbf", frame_cache_gib=8)
-    out = tmp_path / "out"
-    assert main(["simulate", "--system", "duopd", "--model", "Qwen3-30B-A3B", "--memory", layout, "--requests", "4",
-                 "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "KV cache in HBF" in err and err.count("\n") == 1 and not out.exists()
-
-
 @pytest.mark.slow
 def test_the_tier_costs_duopd_less_than_the_run_itself() -> None:
     """Speed guard (docs/design/hbf.md, "Speed"): DuoPD on layout C with HBF against the same system on C's HBM alone.
@@ -364,8 +355,7 @@ def _planted_tier() -> HBFTier:
                          frame_cache_gib=0.5)
     gpu.counts = np.array([100, 60, 15, 7, 3, 1000, 200, 5000, 0.25, 0.5])      # ACCESS, in its order
     pnm.counts = np.array([40, 10, 5, 11, 2, 300, 50, 700, 0.125, 1.5])
-    gpu.kv = SimpleNamespace(counts=dict(zip(KV_COUNTS, [5, 6, 7, 500_000, 9, 10, 11, 12])))
-    pnm.kv = SimpleNamespace(counts=dict(zip(KV_COUNTS, [1, 2, 3, 249_568, 5, 6, 7, 8])))
+    tier.kv = SimpleNamespace(counts=dict(zip(KV_COUNTS, [6, 8, 10, 749_568, 14, 16, 18, 20])))    # both servers'
     tier.package = SimpleNamespace(
         flush=lambda: None, residency=[1.5, 0.25, 0.125, 0.0],
         counters={"refresh_read_bytes": 1e6, "programmed_bytes": 3e6, "pe_block_cycles": 96.0, "refreshed_zones": 4.0},

@@ -12,8 +12,8 @@ from basedie.verified import VerifiedBlocks
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import A100_PCIE_40GB, PAPER_GPU
 from sysmodel.memory import MemoryTier
-from sysmodel.quantized import (AWQ_V1_INT4, DQBFigures, GemmCost, GemmModel, Quantization, dqb_figure, larger,
-                               overtakes_from, sz_fraction)
+from sysmodel.quantized import (AWQ_V1_INT4, DQBFigures, GemmCost, GemmModel, Quantization, base_die_sz_rows,
+                               dqb_figure, larger, overtakes_from, sz_fraction)
 
 K, N = 4096, 1024
 BANDWIDTH = A100_PCIE_40GB.memory.bandwidth
@@ -152,7 +152,8 @@ def test_a_table_without_the_dqb_or_its_figures_names_what_is_missing(table) -> 
         dqb_figure(table, "nonesuch")
     assert str(error.value) == ("the verified dqb entry ({'interface_bits': 512, 'rounding': 'nearest_even'}) has no "
                                 "figure 'nonesuch': run `basedie verify dqb`")
-    measured = sorted({row["group_size"] for row in dqb_figure(table, "sz_read_fraction")})
+    measured = sorted({row["group_size"] for row in [*dqb_figure(table, "sz_read_fraction"), *base_die_sz_rows(table)]
+                       if row["weight_bits"] == 4})
     with pytest.raises(ConfigError) as error:
         sz_fraction(table, 4, 3)
     assert str(error.value) == (f"no measured S/Z fraction for group size 3 (4-bit); measured: "

@@ -295,13 +295,16 @@ def test_an_unknown_system_is_refused_with_the_known_ones(table) -> None:
                                 "pd-1:1-duplex-4x-compute")
 
 
-def test_a_kv_cache_in_hbf_is_refused_outside_chunked_and_gpu(table) -> None:
-    def setting(layout: Layout) -> Setting:
-        return make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
-    for system in ("pd-1:1", "duopd", "sm-7:3"):
-        with pytest.raises(ConfigError) as error:
-            build(system, setting(Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")), EventLoop())
-        assert str(error.value) == ("a shared prefix or a KV cache in HBF is modelled for chunked and gpu (one "
-                                    f"server holds the KV), not {system} (docs/design/hbf.md, 'Systems')")
-    assert build("duopd", setting(LAYOUTS["B"]), EventLoop()).accounts       # weights in HBF: the shared tier
-    assert build("duopd", setting(LAYOUTS["A"]), EventLoop()).accounts       # all HBM: any system
+def test_a_kv_cache_in_hbf_is_one_region_per_package(table) -> None:
+    """The servers on one package (duopd's GPU and PNMs, the SM partitions) read and write one set of KV frames;
+    PD's instances each have their own package, and so their own."""
+    def built(system: str, layout: Layout):
+        setting = make_setting(layout.hardware(PAPER_HARDWARE), LLAMA2_70B, table, layout=layout)
+        return build(system, setting, EventLoop())
+    kv = Layout("kv", hbm_stacks=3, hbf_stacks=1, kv="hbf")
+    for system in ("duopd", "sm-7:3"):
+        (tier,) = built(system, kv).hbf
+        assert len(tier.ports) == 2 and tier.kv is not None
+    tiers = built("pd-1:1", kv).hbf
+    assert len(tiers) == 2 and tiers[0].kv is not tiers[1].kv
+    assert built("duopd", LAYOUTS["B"]).hbf[0].kv is None         # weights alone in HBF: no KV frames

@@ -66,6 +66,10 @@ def _axis(values: tuple[float, ...]) -> np.ndarray:
     return np.asarray(values)
 
 
+def _at_loads(compute, source: str, gpu, pnm):
+    return compute(source, {"gpu": gpu, "pnm": pnm})
+
+
 def _clip01(value):
     return np.minimum(np.maximum(value, 0.0), 1.0) if isinstance(value, np.ndarray) else min(max(float(value), 0.0), 1.0)
 
@@ -108,13 +112,13 @@ class MMUArbitration:
         return cls(policy, hardware.mc.requests_per_cycle(hardware.gpu.stack.bandwidth, clock_hz), tuple(loads),
                    served, waits, latency, clock_hz)
 
-    def _axes(self, source: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        with_zero = (0.0, *self.loads)
-        return (self.loads, with_zero) if source == "gpu" else (with_zero, self.loads)
+    @cached_property
+    def _with_zero(self) -> tuple[float, ...]:
+        """The measured loads after 0 (a source alone): the co-runner's axis of `served_grid`, both of `waits_p50`."""
+        return (0.0, *self.loads)
 
-    def _rates(self, fractions) -> tuple:
-        """(gpu, pnm) requests per cycle per port for (gpu, pnm) fractions of the stack's bandwidth."""
-        return tuple(f * self.full_rate for f in fractions)
+    def _axes(self, source: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return (self.loads, self._with_zero) if source == "gpu" else (self._with_zero, self.loads)
 
     def served(self, source: str, gpu_rate, pnm_rate):
         """The fraction of its requests `source` is served at these request rates (the measured grid's units)."""
@@ -122,8 +126,7 @@ class MMUArbitration:
 
     def wait_cycles(self, source: str, gpu_rate, pnm_rate):
         """The median wait of `source` at these request rates."""
-        axis = (0.0, *self.loads)
-        return _bilinear(axis, axis, self.waits_p50[source], gpu_rate, pnm_rate)
+        return _bilinear(self._with_zero, self._with_zero, self.waits_p50[source], gpu_rate, pnm_rate)
 
     def grant(self, offered: Mapping[str, float | np.ndarray]) -> dict[str, float | np.ndarray]:
         return {s: self.granted(s, offered) for s in SOURCES}
@@ -139,28 +142,28 @@ class MMUArbitration:
         every iteration (a memory-bound operator offers 1.0 throughout) are looked up once and broadcast: the
         array arithmetic is elementwise the scalar one, so every element is what the array would have given."""
         gpu, pnm = offered.get("gpu", 0.0), offered.get("pnm", 0.0)
-        shape = None
-        if isinstance(gpu, np.ndarray) or isinstance(pnm, np.ndarray):
-            blocks = [v for v in (gpu, pnm) if isinstance(v, np.ndarray)]
-            if not all(v.size and v.min() == v.max() for v in blocks):
-                return compute(source, offered)
-            shape = np.broadcast_shapes(*(v.shape for v in blocks))
-            gpu, pnm = (float(v.flat[0]) if isinstance(v, np.ndarray) else v for v in (gpu, pnm))
-        value = self._memo((what, source, gpu, pnm), lambda: compute(source, {"gpu": gpu, "pnm": pnm}))
-        return value if shape is None else np.full(shape, value)
+        if not isinstance(gpu, np.ndarray) and not isinstance(pnm, np.ndarray):
+            return self._memo((what, source, gpu, pnm), _at_loads, compute, source, gpu, pnm)
+        blocks = [v for v in (gpu, pnm) if isinstance(v, np.ndarray)]
+        if not all(v.size and v.min() == v.max() for v in blocks):
+            return compute(source, offered)
+        shape = np.broadcast_shapes(*(v.shape for v in blocks))
+        gpu, pnm = (float(v.flat[0]) if isinstance(v, np.ndarray) else v for v in (gpu, pnm))
+        return np.full(shape, self._memo((what, source, gpu, pnm), _at_loads, compute, source, gpu, pnm))
 
     def granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """`grant(offered)[source]`, without interpolating the other source's grid."""
         return self._scalar("granted", source, offered, self._granted)
 
     def _granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
-        fractions = [_clip01(offered.get(s, 0.0)) for s in SOURCES]
-        return fractions[SOURCES.index(source)] * self.served(source, *self._rates(fractions))
+        gpu, pnm = _clip01(offered.get("gpu", 0.0)), _clip01(offered.get("pnm", 0.0))
+        return (gpu if source == "gpu" else pnm) * self.served(source, gpu * self.full_rate, pnm * self.full_rate)
 
     def access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """Unloaded MMU latency plus the median wait at these offered fractions (arrays: one per iteration)."""
         return self._scalar("latency", source, offered, self._access_latency_s)
 
     def _access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
-        rates = self._rates(_clip01(offered.get(s, 0.0)) for s in SOURCES)
-        return (self.latency_cycles[source] + self.wait_cycles(source, *rates)) / self.clock_hz
+        gpu, pnm = _clip01(offered.get("gpu", 0.0)), _clip01(offered.get("pnm", 0.0))
+        return (self.latency_cycles[source] + self.wait_cycles(source, gpu * self.full_rate, pnm * self.full_rate)) \
+            / self.clock_hz

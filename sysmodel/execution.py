@@ -24,7 +24,7 @@ from .hardware import Hardware, PNMArray
 from .llm import BYTES_PER_VALUE
 from .memo import Memo
 from .operators import Shard, Work
-from .perf import ROOFLINE, PerfModel, layer_seconds
+from .perf import ROOFLINE, PerfModel, _larger as elementwise_max, layer_seconds
 from .vector_work import Step, decode_head, decode_layer
 from basedie.verified import VerifiedBlocks, VerifiedEntry
 
@@ -355,8 +355,8 @@ class PNMExecution:
         byte_rate = stack_bandwidth * bandwidth_scale
         dequant = self.dequant
         fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
-        larger = _larger(work)
-        smaller = np.minimum if larger is np.maximum else min
+        smaller = np.minimum if _larger(work) is np.maximum else min
+        larger = elementwise_max   # per operator: a decode block's weight operators are scalars, its attention arrays
         groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)
         serial, final, beside = self._vector_chains if self.vector else (None, None, {})
 

@@ -11,14 +11,15 @@ MEMO_ENTRIES = 1 << 13
 
 
 class Memo:
-    """`memo(key, compute)`: `compute()` the first time `key` is seen, the stored value after. Only for values
-    that are a pure function of `key`: the key must hold everything the value depends on."""
+    """`memo(key, compute, *args)`: `compute(*args)` the first time `key` is seen, the stored value after. Only for
+    values that are a pure function of `key`: the key must hold everything the value depends on. (Arguments rather
+    than a closure: a hit then builds nothing.)"""
 
     def __init__(self, entries: int = MEMO_ENTRIES) -> None:
         self._values: dict[Hashable, Any] = {}
         self._entries = entries
 
-    def __call__(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    def __call__(self, key: Hashable, compute: Callable[..., Any], *args: Any) -> Any:
         values = self._values
         try:
             return values[key]
@@ -26,5 +27,5 @@ class Memo:
             pass
         if len(values) >= self._entries:
             values.clear()
-        value = values[key] = compute()
+        value = values[key] = compute(*args)
         return value

@@ -55,24 +55,28 @@ def time_between_tokens(requests: Sequence[Request]) -> np.ndarray:
     return token_gaps(requests)[0]
 
 
-def grouped_percentile(values: np.ndarray, starts: np.ndarray, q: float) -> np.ndarray:
-    """`np.percentile(values[starts[k]:starts[k + 1]], q)` for every group k in one sort, NaN for an empty group:
-    numpy's default (linear) method, with its arithmetic (virtual index (n − 1)·q/100, and its two-sided lerp),
-    so each value is the one np.percentile gives, not an approximation of it."""
+def grouped_percentiles(values: np.ndarray, starts: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """For each q of `qs`, `np.percentile(values[starts[k]:starts[k + 1]], q)` for every group k, NaN for an empty
+    group, from one sort: numpy's default (linear) method, with its arithmetic (virtual index (n − 1)·q/100, and its
+    two-sided lerp), so each value is the one np.percentile gives, not an approximation of it."""
     counts = np.diff(starts)
     order = np.lexsort((values, np.repeat(np.arange(counts.size), counts)))
     ordered = values[order]
-    virtual = (counts - 1) * (q / 100)
-    previous = np.minimum(np.floor(virtual), np.maximum(counts - 1, 0)).astype(np.int64)
-    following = np.minimum(previous + 1, np.maximum(counts - 1, 0))
-    gamma = virtual - previous
     filled = counts > 0
-    low = np.where(filled, starts[:-1] + previous, 0)
-    high = np.where(filled, starts[:-1] + following, 0)
-    a, b = (ordered[low], ordered[high]) if ordered.size else (np.zeros(counts.size),) * 2
-    span = b - a
-    result = np.where(gamma >= 0.5, b - span * (1 - gamma), a + span * gamma)
-    return np.where(filled, result, np.nan)
+    last = np.maximum(counts - 1, 0)
+    results = []
+    for q in qs:
+        virtual = (counts - 1) * (q / 100)
+        previous = np.minimum(np.floor(virtual), last).astype(np.int64)
+        following = np.minimum(previous + 1, last)
+        gamma = virtual - previous
+        low = np.where(filled, starts[:-1] + previous, 0)
+        high = np.where(filled, starts[:-1] + following, 0)
+        a, b = (ordered[low], ordered[high]) if ordered.size else (np.zeros(counts.size),) * 2
+        span = b - a
+        result = np.where(gamma >= 0.5, b - span * (1 - gamma), a + span * gamma)
+        results.append(np.where(filled, result, np.nan))
+    return results
 
 
 def energy_j(account: Accounting, link_energy_per_bit: float) -> float:

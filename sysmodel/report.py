@@ -21,7 +21,7 @@ import numpy as np
 from .hbf.media import PAGE_BYTES
 from .engine import Request
 from .errors import require
-from .metrics import grouped_percentile, request_row, token_gaps
+from .metrics import grouped_percentiles, request_row, token_gaps
 from .simulate import Result
 
 DATA_FILES = ("summary.json", "config.json", "requests.csv", "servers.csv")
@@ -134,7 +134,7 @@ def request_table(result: Result) -> Iterator[dict]:
     for first in range(0, len(result.requests), TABLE_CHUNK):
         requests = result.requests[first:first + TABLE_CHUNK]
         gaps, starts = token_gaps(requests)
-        p50, p99 = (grouped_percentile(gaps, starts, q).tolist() for q in (50, 99))
+        p50, p99 = (p.tolist() for p in grouped_percentiles(gaps, starts, (50, 99)))
         yield from ({**request_row(request), "tbt_p50_s": a, "tbt_p99_s": b}
                     for request, a, b in zip(requests, p50, p99, strict=True))
 

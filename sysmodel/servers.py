@@ -167,23 +167,33 @@ class Server:
         corunners = {name: load for name, load in loads.items() if name != self.role}
         return loads, (corunners, self.memory.scale(self.role, loads) if corunners else 1.0)
 
-    def _shared(self, work: Work, offered, alone: Cost | None) -> tuple[Cost, tuple]:
-        """The work's cost next to the co-runners busy now, each operator at the share its own offered load
-        obtains against their iteration loads; and what it was priced at (`_situation`)."""
-        loads, pricing = self._situation(offered)
+    def _shared(self, work: Work, situation: tuple[dict, tuple], alone: Cost | None) -> tuple[Cost, tuple]:
+        """The work's cost next to the co-runners busy now (`situation`, from `_situation`), each operator at the
+        share its own offered load obtains against their iteration loads; and what it was priced at."""
+        loads, pricing = situation
         if not pricing[0]:
             return alone or self._cost(work), pricing
-        memory, role = self.memory, self.role
+        memory, role, trial, seen = self.memory, self.role, dict(loads), {}
 
         def share(load):
-            return memory.scale(role, {**loads, role: load})
+            # The co-runners' loads stay; only this operator's own load changes, and operators of one iteration
+            # often offer the same load (1.0 when memory-bound): a scalar load already asked for is answered again.
+            if isinstance(load, np.ndarray):
+                trial[role] = load
+                return memory.scale(role, trial)
+            try:
+                return seen[load]
+            except KeyError:
+                trial[role] = load
+                value = seen[load] = memory.scale(role, trial)
+                return value
         return self._cost(work, pricing[1], loads, share), pricing
 
     def start(self, work: Work) -> None:
         """Start a block of iterations (one per element of the work's arrays); with co-runners each iteration
         gets the share its own offered load obtains, as if priced one at a time."""
         alone = self._cost(work)
-        cost, self._pricing = self._shared(work, alone.offered, alone)
+        cost, self._pricing = self._shared(work, self._situation(alone.offered), alone)
         count = np.size(cost.seconds)
         self._work = work
         self._offered = _per_iteration(alone.offered, count)
@@ -219,7 +229,8 @@ class Server:
             self.interrupt()
             return
         offered = float(self._offered[index])
-        corunners, scale = self._situation(offered)[1]
+        situation = self._situation(offered)
+        corunners, scale = situation[1]
         if corunners == self._pricing[0] and scale == _at(self._pricing[1], index):
             self.interrupt()      # the same co-runners and share: the iteration in progress keeps its time
             return
@@ -228,7 +239,7 @@ class Server:
         else:
             since, left = (self._ends[index - 1] if index else self._start), 1.0
         left *= (end - now) / (end - since) if np.isfinite(end) else 1.0
-        cost, self._pricing = self._shared(Work(*(_at(field, index) for field in self._work)), offered, None)
+        cost, self._pricing = self._shared(Work(*(_at(field, index) for field in self._work)), situation, None)
         self._priced = (index, now, left)
         self._ends = self._ends[:index + 1]
         self._ends[index] = now + left * cost.seconds

@@ -64,8 +64,19 @@ def single(self: DecodeServer) -> None:
 def test_block_decoding_equals_iteration_by_iteration(table, monkeypatch, system: str, model: str) -> None:
     if (system, model) == ("gpu", "qwen3-235b-a22b"):
         pytest.skip("470 GB of weights do not fit one GPU")
+    blocks_equal_single_iterations(table, monkeypatch, system, model, seed=5)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("system", ["duopd", "pd-1:1", "sm-7:3"])
+def test_block_decoding_equals_iteration_by_iteration_on_other_arrivals(table, monkeypatch, system: str,
+                                                                         seed: int) -> None:
+    blocks_equal_single_iterations(table, monkeypatch, system, "llama2-70b", seed)
+
+
+def blocks_equal_single_iterations(table, monkeypatch, system: str, model: str, seed: int) -> None:
     # Arrivals close enough that prefills overlap decoding: blocks are cut and repriced.
-    config = SimulationConfig(system=system, model=model, workload=PoissonArrivals(4.0, 12, 2048, 64, seed=5))
+    config = SimulationConfig(system=system, model=model, workload=PoissonArrivals(4.0, 12, 2048, 64, seed=seed))
     blocks = simulate(config, table)
     monkeypatch.setattr(DecodeServer, "step", single)
     reference = simulate(config, table)

@@ -145,3 +145,25 @@ def test_an_iteration_ending_as_its_co_runner_changes_keeps_its_place_among_that
     loop.at(0.0, lambda: loop.at(10.0, lambda: order.append("E")))
     loop.run()
     assert order == ["end", "E"]
+
+
+def test_each_operator_load_gets_its_own_fair_share_within_one_pricing() -> None:
+    # Max-min fair sharing against a co-runner offering 0.8: an operator offering 0.6 gets the even level 0.5
+    # (scale 0.5 / 0.6), one offering 0.3 gets all it asks (scale 1), one offering 0.1 all too. Asked in the order
+    # 0.6, 0.3, 0.6, 0.1, 0.3 within one iteration's pricing, every answer must be its own load's, whichever was
+    # asked before it.
+    loop, asked = EventLoop(), []
+    memory = SharedMemory(MemoryTier("m", 1, 1.0, 0.0, 0.0))
+    memory.users["other"] = SimpleNamespace(busy=True, offered=0.8, reprice=lambda: None)
+
+    def cost(work, scale=1.0, loads=None, share=None):
+        if share is not None:
+            asked.append([float(share(load)) for load in (0.6, 0.3, 0.6, 0.1, 0.3)])
+            asked.append(share(np.array([0.6, 0.3])).tolist())
+        return Cost(1.0, 0.0, 0.0, 0.0, 0.5)
+
+    server = OneIteration(loop, "me", cost, Accounting("me", "gpu", 1.0, 1.0, 0.0, 0.0), memory)
+    loop.at(0.0, lambda: server.start(Work(1, 1, 1, 1)))
+    loop.run()
+    assert asked[0] == pytest.approx([0.5 / 0.6, 1.0, 0.5 / 0.6, 1.0, 1.0], rel=1e-12)
+    assert asked[1] == pytest.approx([0.5 / 0.6, 1.0], rel=1e-12)

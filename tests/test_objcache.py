@@ -32,36 +32,37 @@ def compile_in(build: Path, source: Path, cxx: str, cache: Path, *flags: str) ->
                                         str(source)], cache)
 
 
+def sources(folder: Path) -> Path:
+    """`answer.cpp` and the header it includes, in `folder`."""
+    folder.mkdir(exist_ok=True)
+    (folder / "shared.h").write_text("#define ANSWER 42\n")
+    (folder / "answer.cpp").write_text(SOURCE)
+    return folder / "answer.cpp"
+
+
 def compiles(log: Path) -> int:
     return sum(" -c " in line for line in log.read_text().splitlines())
 
 
 def test_a_shared_source_compiles_once_and_a_changed_header_or_flag_compiles_again(compiler, tmp_path) -> None:
     cxx, log = compiler
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    (runtime / "shared.h").write_text("#define ANSWER 42\n")
-    (runtime / "answer.cpp").write_text(SOURCE)
-    cache = tmp_path / "cache"
-    assert compile_in(tmp_path / "a", runtime / "answer.cpp", cxx, cache, "-O1") == 0
-    assert compile_in(tmp_path / "b", runtime / "answer.cpp", cxx, cache, "-O1") == 0
+    source, cache = sources(tmp_path / "runtime"), tmp_path / "cache"
+    assert compile_in(tmp_path / "a", source, cxx, cache, "-O1") == 0
+    assert compile_in(tmp_path / "b", source, cxx, cache, "-O1") == 0
     assert compiles(log) == 1
     assert (tmp_path / "b" / "answer.o").read_bytes() == (tmp_path / "a" / "answer.o").read_bytes()
     assert (tmp_path / "b" / "answer.d").read_text() == (tmp_path / "a" / "answer.d").read_text()
-    (runtime / "shared.h").write_text("#define ANSWER 43\n")
-    assert compile_in(tmp_path / "c", runtime / "answer.cpp", cxx, cache, "-O1") == 0
-    assert compile_in(tmp_path / "d", runtime / "answer.cpp", cxx, cache, "-O2") == 0
+    (source.parent / "shared.h").write_text("#define ANSWER 43\n")
+    assert compile_in(tmp_path / "c", source, cxx, cache, "-O1") == 0
+    assert compile_in(tmp_path / "d", source, cxx, cache, "-O2") == 0
     assert compiles(log) == 3
 
 
 def test_the_build_folders_own_sources_always_compile(compiler, tmp_path) -> None:
     cxx, log = compiler
-    build = tmp_path / "build"
-    build.mkdir()
-    (build / "shared.h").write_text("#define ANSWER 42\n")
-    (build / "answer.cpp").write_text(SOURCE)
+    source = sources(tmp_path / "build")
     for _ in range(2):
-        assert compile_in(build, build / "answer.cpp", cxx, tmp_path / "cache", "-O1") == 0
+        assert compile_in(source.parent, source, cxx, tmp_path / "cache", "-O1") == 0
     assert compiles(log) == 2 and not (tmp_path / "cache").exists()
 
 

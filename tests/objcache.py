@@ -2,7 +2,8 @@
 `$(OBJCACHE)`, and tests/conftest.py points it at this script.
 
 Every build compiles the same Verilator runtime (`verilated.cpp`, `verilated_vpi.cpp`, `verilated_threads.cpp`,
-`verilated_dpi.cpp`) with the same flags: 13.5 of the 16 s of CPU that building a small FP unit takes. Here a
+`verilated_dpi.cpp`) with the same flags: 13.6 of the 16.4 s of CPU that compiling a small FP unit's
+simulator takes. Here a
 compile of a source outside the build folder is done once and its object copied into later builds. The key is
 the compiler, its command line less the output name, and the preprocessed source (0.1 s to compute), so another
 flag, header or model header (cocotb's `verilator.cpp` includes the model's) is another object. The generated

@@ -3,11 +3,10 @@
 
 Every build compiles the same Verilator runtime (`verilated.cpp`, `verilated_vpi.cpp`, `verilated_threads.cpp`,
 `verilated_dpi.cpp`) with the same flags: 13.6 of the 16.4 s of CPU that compiling a small FP unit's
-simulator takes. Here a
-compile of a source outside the build folder is done once and its object copied into later builds. The key is
-the compiler, its command line less the output name, and the preprocessed source (0.1 s to compute), so another
-flag, header or model header (cocotb's `verilator.cpp` includes the model's) is another object. The generated
-model's own sources, in the build folder, always compile.
+simulator takes. Here a compile of a source outside the build folder is done once and its object copied into
+later builds. The key is the compiler, its command line less the output name, and the preprocessed source (0.1 s
+to compute), so another flag, header or model header (cocotb's `verilator.cpp` includes the model's) is another
+object. The generated model's own sources, in the build folder, always compile.
 
     OBJCACHE="python tests/objcache.py" make -f Vtop.mk   # the cache folder: $BASEDIE_OBJCACHE
 """

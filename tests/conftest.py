@@ -1,5 +1,6 @@
 """The Verilog cache the Yosys and synthesis-table tests share, the compiler cache the Verilator builds share
-(tests/objcache.py), the order tests are dealt to workers in, and each test's CPU seconds in the JUnit XML. The markers (registered in pyproject.toml):
+(tests/objcache.py), the order tests are dealt to workers in, and each test's CPU seconds in the JUnit XML. The
+markers (registered in pyproject.toml):
 
 `verilator`: the test builds a block with Verilator (or lints with it) or runs a cocotb bench (under Verilator or
 Icarus). `slow`: the test needs Yosys on a real block, runs SymbiYosys (`basedie prove`), elaborates blocks at

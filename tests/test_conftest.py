@@ -39,7 +39,8 @@ def test_verilator_builds_compile_through_the_objcache_unless_another_cache_is_n
     monkeypatch.delenv("OBJCACHE", raising=False)
     monkeypatch.delenv("BASEDIE_OBJCACHE", raising=False)
     conftest.pytest_configure(None)
-    assert shlex.split(os.environ["OBJCACHE"]) == [sys.executable, str(Path(conftest.__file__).with_name("objcache.py"))]
+    script = Path(conftest.__file__).with_name("objcache.py")
+    assert shlex.split(os.environ["OBJCACHE"]) == [sys.executable, str(script)]
     assert os.environ["BASEDIE_OBJCACHE"] == str(BUILD_ROOT / "objcache")
     monkeypatch.setenv("OBJCACHE", "ccache")
     conftest.pytest_configure(None)

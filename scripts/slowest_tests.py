@@ -1,12 +1,13 @@
 """The slowest tests of a pytest run, as a Markdown table, from its JUnit XML.
 
     pytest --junitxml=build/junit.xml
-    python scripts/slowest_tests.py build/junit.xml [--top 20] [--by cpu|wall]
+    python scripts/slowest_tests.py build/junit.xml [--top 20] [--by cpu|wall] [--modules]
 
 Wall seconds are pytest's own (setup, call and teardown); CPU seconds are the `cpu_s` property that
 tests/conftest.py records for each test (user and system time of the test's process and of the tools it waited for:
 Verilator, make, Icarus, Yosys). On a shared machine wall times follow the load, CPU times much less. A last line
-gives the totals of the whole run.
+gives the totals of the whole run. `--modules` lists test modules instead of tests, each with its tests' sums:
+where a run's time goes by kind of work (a bench module's builds and runs, the Icarus runs, Yosys, the studies).
 """
 import argparse
 import sys
@@ -37,15 +38,25 @@ def timings(junit_xml: Path) -> list[Timing]:
     return rows
 
 
-def table(rows: list[Timing], top: int, by: str) -> str:
-    """The `top` slowest rows by `by` ("cpu" or "wall") as Markdown, and the run's totals."""
+def by_module(rows: list[Timing]) -> list[Timing]:
+    """One row per test module: its tests' wall and CPU seconds summed (CPU None when no test recorded it)."""
+    modules: dict[str, list[Timing]] = {}
+    for row in rows:
+        modules.setdefault(row.test.split("::")[0], []).append(row)
+    return [Timing(f"{module} ({len(tests)} tests)", sum(t.wall_s for t in tests),
+                   None if all(t.cpu_s is None for t in tests) else sum(t.cpu_s or 0.0 for t in tests))
+            for module, tests in modules.items()]
+
+
+def table(rows: list[Timing], top: int, by: str, total: str) -> str:
+    """The `top` slowest rows by `by` ("cpu" or "wall") as Markdown, and the run's totals labelled `total`."""
     key = (lambda r: r.cpu_s or 0.0) if by == "cpu" else (lambda r: r.wall_s)
     cpu = lambda value: "–" if value is None else f"{value:,.1f}"   # noqa: E731
     lines = ["| # | test | wall s | CPU s |", "| ---: | --- | ---: | ---: |"]
     for rank, row in enumerate(sorted(rows, key=key, reverse=True)[:top], 1):
         lines.append(f"| {rank} | `{row.test}` | {row.wall_s:,.1f} | {cpu(row.cpu_s)} |")
     recorded = [r.cpu_s for r in rows if r.cpu_s is not None]
-    lines.append(f"| | all {len(rows):,} tests | {sum(r.wall_s for r in rows):,.1f} | "
+    lines.append(f"| | {total} | {sum(r.wall_s for r in rows):,.1f} | "
                  f"{cpu(sum(recorded) if recorded else None)} |")
     return "\n".join(lines)
 
@@ -55,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("junit_xml", type=Path, help="pytest's --junitxml report")
     parser.add_argument("--top", type=int, default=20, help="how many tests to list (default 20)")
     parser.add_argument("--by", choices=("cpu", "wall"), default="wall", help="the column to sort by (default wall)")
+    parser.add_argument("--modules", action="store_true", help="list test modules (their tests' sums), not tests")
     args = parser.parse_args(argv)
     if args.top < 1:
         print(f"--top {args.top}: list at least 1 test", file=sys.stderr)
@@ -70,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.by == "cpu" and all(r.cpu_s is None for r in rows):
         print(f"{args.junit_xml}: no test has a cpu_s property (run from this checkout's tests/)", file=sys.stderr)
         return 2
-    print(table(rows, args.top, args.by))
+    total = f"all {len(rows):,} tests"
+    print(table(by_module(rows), args.top, args.by, f"{total} in them") if args.modules
+          else table(rows, args.top, args.by, total))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""The Verilog cache the Yosys and synthesis-table tests share, the order tests are dealt to workers in, and each
-test's CPU seconds in the JUnit XML. The markers (registered in pyproject.toml):
+"""The Verilog cache the Yosys and synthesis-table tests share, the compiler cache the Verilator builds share
+(tests/objcache.py), the order tests are dealt to workers in, and each test's CPU seconds in the JUnit XML. The
+markers (registered in pyproject.toml):
 
 `verilator`: the test builds a block with Verilator (or lints with it) or runs a cocotb bench (under Verilator or
 Icarus). `slow`: the test needs Yosys on a real block, runs SymbiYosys (`basedie prove`), elaborates blocks at
@@ -7,9 +8,25 @@ full size, or runs a whole study, sweep or large simulation (seconds to minutes 
 default `pytest`. `pytest -m "not verilator and not slow"` runs everything else: the golden
 models, the parameter checks, the Amaranth-simulator unit tests, the system model and the CLI's argument checks."""
 import functools
+import os
 import resource
+import shlex
+import sys
+from pathlib import Path
 
 import pytest
+
+from tests import objcache
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Verilator builds compile the runtime they share once (tests/objcache.py), in `objcache/` of the build cache,
+    unless `OBJCACHE` names another compiler cache (ccache, say)."""
+    from tb.runner import BUILD_ROOT
+
+    if "OBJCACHE" not in os.environ:
+        os.environ["OBJCACHE"] = shlex.join([sys.executable, str(Path(objcache.__file__))])
+        os.environ[objcache.FOLDER] = str(BUILD_ROOT / "objcache")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,7 @@
-"""tests/conftest.py: the order tests are dealt to workers in, and the CPU seconds recorded for each test."""
+"""tests/conftest.py: the order tests are dealt to workers in, the CPU seconds recorded for each test, and the
+compiler cache the Verilator builds use."""
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +31,17 @@ def test_cpu_seconds_count_the_children_the_test_waited_for() -> None:
     subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
                     "while time.process_time() < end: pass"], check=True)
     assert conftest.cpu_seconds() - before >= 0.3
+
+
+def test_verilator_builds_compile_through_the_objcache_unless_another_cache_is_named(monkeypatch) -> None:
+    from tb.runner import BUILD_ROOT
+
+    monkeypatch.delenv("OBJCACHE", raising=False)
+    monkeypatch.delenv("BASEDIE_OBJCACHE", raising=False)
+    conftest.pytest_configure(None)
+    script = Path(conftest.__file__).with_name("objcache.py")
+    assert shlex.split(os.environ["OBJCACHE"]) == [sys.executable, str(script)]
+    assert os.environ["BASEDIE_OBJCACHE"] == str(BUILD_ROOT / "objcache")
+    monkeypatch.setenv("OBJCACHE", "ccache")
+    conftest.pytest_configure(None)
+    assert os.environ["OBJCACHE"] == "ccache"

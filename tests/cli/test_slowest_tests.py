@@ -48,3 +48,11 @@ def test_a_bad_report_or_option_is_one_line_exit_2(script, tmp_path, capsys, tex
     assert script.main([report(tmp_path, text or REPORT), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_modules_sum_their_tests(script, tmp_path, capsys) -> None:
+    assert script.main([report(tmp_path), "--modules", "--by", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == ["| 1 | `tests/cli/test_b.py (2 tests)` | 2.5 | 10.5 |",
+                         "| 2 | `tests/tb/test_a.py (1 tests)` | 30.0 | 4.0 |",
+                         "| | all 3 tests in them | 32.5 | 14.5 |"]

@@ -78,6 +78,7 @@ def test_the_reference_accepts_the_ieee_result_and_refuses_its_neighbours(target
     assert verdicts(cases, target, rounding) == expected
 
 
+@pytest.mark.slow   # SymbiYosys (the slow marker's definition): 1.4 to 1.8 s of CPU each, 14.8 s for the nine
 @pytest.mark.parametrize("name", PROPERTIES)
 @pytest.mark.parametrize("variant", fp.VARIANTS)
 def test_fp32_narrow_is_ieee_for_every_input(name, variant) -> None:
@@ -85,6 +86,7 @@ def test_fp32_narrow_is_ieee_for_every_input(name, variant) -> None:
     assert outcome.status == "PASS", outcome.log[-2000:]
 
 
+@pytest.mark.slow
 def test_a_narrowing_that_truncates_instead_of_rounding_is_refuted(monkeypatch) -> None:
     monkeypatch.setattr(convert, "round_nearest_even", lambda packed, guard, sticky: packed)
     outcome = sby.run(PROPERTIES["ieee_rounded"].harness("fp16-nearest_even"), "bmc", fp.FP32Narrow.latency + 1)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.sysmodel import pinned
 
-pytestmark = pinned.xdist_group("base_die_headline")     # the quick run is shared with test_pinned_results.py
+pytestmark = [pinned.xdist_group("base_die_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
 METRICS = ("tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "flash_read_gb")
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.sysmodel import pinned
 
-pytestmark = pinned.xdist_group("streamdq_headline")     # the quick run is shared with test_pinned_results.py
+pytestmark = [pinned.xdist_group("streamdq_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
 
 
 def read(path: Path) -> list[dict]:

@@ -43,7 +43,7 @@ def test_each_what_if_changes_what_its_flag_changes(study) -> None:
     assert what_if["prefill-batched"](CONFIG).chunk_tokens == 10 ** 6
     assert what_if["prefill-batched"](replace(CONFIG, system="pd-3:1")).chunk_tokens == 10 ** 6
     assert what_if["prefill-batched"](replace(CONFIG, system="chunked")).chunk_tokens is None
-    assert what_if["power-source"](CONFIG).power_source == "synthesized"
+    assert what_if["power-source"](replace(CONFIG, power_source="paper")).power_source == "synthesized"
     assert what_if["power-source"](replace(CONFIG, power_source="synthesized")).power_source == "paper"
 
 

@@ -76,6 +76,15 @@ class Packer:
         than 64 bits take Python integers."""
         self._check(columns)
         beats = len(next(iter(columns.values())))
+        if self.width <= 64:  # one uint64 per beat: each element shifted into place, no bit matrix
+            words = np.zeros(beats, np.uint64)
+            for name, column in columns.items():
+                f = self.fields[name]
+                mask = np.uint64((1 << f.element_bits) - 1)
+                values = np.asarray(column, dtype=np.uint64).reshape(beats, -1)
+                for k in range(values.shape[1]):
+                    words |= (values[:, k] & mask) << np.uint64(f.offset + k * f.element_bits)
+            return words.tolist()
         bits = np.zeros((beats, self.width), np.uint8)
         wide = [name for name in columns if self.fields[name].element_bits > 64]
         for name, column in columns.items():

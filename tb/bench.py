@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles, Event, First
+from cocotb.triggers import Event, First
 
 from .runner import BENCH_ENV
 from .stream import StreamSink, StreamSource, Streams, Watcher, bits
@@ -63,11 +63,13 @@ async def start(dut, cycles_in_reset: int = 2) -> None:
 
 
 async def reset(dut, cycles_in_reset: int = 2) -> None:
-    """Hold `rst` for `cycles_in_reset` edges; the stream ends withdraw their beats and take none meanwhile."""
+    """Hold `rst` for `cycles_in_reset` edges; the stream ends withdraw their beats and take none meanwhile. They
+    step again from the edge after `rst` falls, the first whose pre-edge values show the DUT reset (the per-edge
+    task counts the edges, so the release never lands on the edge it is processing)."""
     streams = _streams(dut.clk)
     dut.rst.value = 1
     streams.hold_reset()
-    await ClockCycles(dut.clk, cycles_in_reset)
+    await streams.after(cycles_in_reset).wait()
     dut.rst.value = 0
     streams.in_reset = False
 

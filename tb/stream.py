@@ -182,7 +182,8 @@ class StreamSource(_End):
                     self.streams.fail_unless_two_state(ready, f"{self.name}__ready")
                 self._next_pause()
                 return
-            self._transferred(self._current)
+            if self.watchers:
+                self._transferred(self._current)
         elif self.streams.x_checks:
             self.streams.fail_unless_two_state(bits(self.ready), f"{self.name}__ready")
         if self.queue and not self.pause:
@@ -191,12 +192,13 @@ class StreamSource(_End):
             if not self.active:
                 self.valid.value = 1
                 self.active = True
-            self._dequeued.set()
+            if self.queue_occupancy_limit:
+                self._dequeued.set()
         elif self.active:
             self.valid.value = 0
             self.active = False
-        if not self.active and not self.queue:
-            self._idle.set()
+            if not self.queue:
+                self._idle.set()
         self._next_pause()
 
 
@@ -256,7 +258,8 @@ class StreamSink(_End):
                 raise self.error from None
             self._arrived.set()
             return
-        self._transferred(payload)
+        if self.watchers:
+            self._transferred(payload)
         if self.on_beat is not None:
             self.on_beat(payload)
         else:

@@ -12,8 +12,8 @@ process and of its largest child (Yosys; a child started by fork counts the page
 much less, so both are printed. The Markdown table replaces the one between the markers in `--doc`.
 
 `--benches` measures instead each named block's bench (default: every registered bench) at its first small
-parameter set, as `pytest` runs it (or, with `--soak N`, its soak test of N beats per port, where start-up and
-stimulus weigh less): the Verilator build is made first and not timed (the build does not depend on
+parameter set, as `pytest` runs it (or, with `--soak N`, its soak test of N beats per port and of N/10, whose
+differences give the cost per streamed cycle without start-up and stimulus): the Verilator build is made first and not timed (the build does not depend on
 `tb/`, so both sides share it), then the bench runs with the same random-reset seed under the code of each side,
 before and after alternately, block by block. Simulated cycles are the last test's end in cocotb's results file;
 CPU seconds the simulator process's user + system time (Python's start-up, stimulus and golden models included).
@@ -78,18 +78,32 @@ def bench_speed(source: Path, block: str, runs: Path, soak: int) -> dict:
 
 
 def bench_table(base: str, blocks: list[str], soak: int, before: dict, after: dict) -> str:
-    what = f"its soak of {soak:,} beats per port" if soak else "every test of it"
+    """Cycles per CPU second of each side's whole run; with `soak`, also per cycle streamed: the cycles and CPU
+    seconds a soak of `soak` beats adds over one of a tenth of that, so start-up and stimulus cancel."""
+    what = f"its soak of {soak:,} beats per port, and of {soak // 10:,}" if soak else "every test of it"
     command = f"--benches {' '.join(blocks)}" + (f" --soak {soak}" if soak else "")
+    header = ["bench", "cycles", "CPU s before", "CPU s after", "cycles / CPU s before", "cycles / CPU s after",
+              "after ÷ before"]
+    if soak:
+        header += ["per streamed cycle: cycles / CPU s before", "after", "after ÷ before"]
     lines = [f"Each block's bench at its first small set ({what}), before (`{base}`'s `tb/`) and after, alternately "
-             f"on this machine (`python scripts/bench_hardware_loop.py {command}`); cycles per CPU second of the "
-             "simulator process:", "",
-             "| bench | cycles | CPU s before | CPU s after | cycles / CPU s before | cycles / CPU s after | "
-             "after ÷ before |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             f"on this machine (`python scripts/bench_hardware_loop.py {command}`); CPU seconds of the simulator "
+             "process:", "", "| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
     for block in blocks:
         b, a = before[block], after[block]
-        lines.append(f"| `{block}` | {a['cycles']:,} | {b['cpu_s']:.1f} | {a['cpu_s']:.1f} | {b['rate']:,.0f} | "
-                     f"{a['rate']:,.0f} | {a['rate'] / b['rate']:.1f}× |")
+        row = [f"`{block}`", f"{a['cycles']:,}", f"{b['cpu_s']:.1f}", f"{a['cpu_s']:.1f}", f"{b['rate']:,.0f}",
+               f"{a['rate']:,.0f}", f"{a['rate'] / b['rate']:.1f}×"]
+        if soak:
+            row += [f"{b['streamed']:,.0f}", f"{a['streamed']:,.0f}", f"{a['streamed'] / b['streamed']:.1f}×"]
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def soak_speed(source: Path, block: str, runs: Path, soak: int) -> dict:
+    """`bench_speed` of a soak of `soak` beats, with `streamed`: cycles per CPU second over what it adds to a soak
+    of a tenth of that."""
+    short, long = bench_speed(source, block, runs, soak // 10), bench_speed(source, block, runs, soak)
+    return long | {"streamed": (long["cycles"] - short["cycles"]) / (long["cpu_s"] - short["cpu_s"])}
 
 
 def generate(source: Path, block: str, params: list[str], out: Path) -> dict:
@@ -151,8 +165,9 @@ def main() -> None:
                     raise SystemExit(f"no bench for {', '.join(unknown)}: choose among {', '.join(BLOCKS)}")
                 before, after = {}, {}
                 for block in blocks:
-                    before[block] = bench_speed(old, block, Path(folder) / "runs-before", args.soak)
-                    after[block] = bench_speed(ROOT, block, Path(folder) / "runs-after", args.soak)
+                    speed = soak_speed if args.soak else bench_speed
+                    before[block] = speed(old, block, Path(folder) / "runs-before", args.soak)
+                    after[block] = speed(ROOT, block, Path(folder) / "runs-after", args.soak)
                     print(block, before[block], after[block], flush=True)
             else:
                 before = generate(old, args.block, args.param, Path(folder) / "out-before")

@@ -4,8 +4,8 @@ generators for random back-pressure, handshake probes that count cycles, and the
 The stream ends are also the benches' one X/Z check: a four-state simulator (Icarus) shows state that
 depends on uninitialised or don't-care bits as X, and a user who sees X on a payload while its `valid` is
 high, or on a `valid`/`ready`, concludes the block is broken. Every sink rejects a received beat whose
-payload is not all 0/1, and every end watches the handshake bit the DUT drives (a sink's `valid`, a
-source's `ready`) for X or Z at every change."""
+payload is not all 0/1, and every end checks the handshake bit the DUT drives (a sink's `valid`, a
+source's `ready`) for X or Z at every edge (`tb.stream`)."""
 import json
 import os
 import random
@@ -14,14 +14,10 @@ from collections.abc import Iterator
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-from cocotbext.axi.stream import define_stream
+from cocotb.triggers import Event, First
 
 from .runner import BENCH_ENV
-
-# Amaranth flattens a `stream.Signature` port `i` into i__payload / i__valid / i__ready.
-StreamBus, StreamTransaction, StreamSource, StreamSink, StreamMonitor = define_stream(
-    "Stream", signals=["payload", "valid", "ready"])
+from .stream import StreamSink, StreamSource, Streams, Watcher, bits
 
 
 def config() -> dict:
@@ -67,39 +63,51 @@ async def start(dut, cycles_in_reset: int = 2) -> None:
 
 
 async def reset(dut, cycles_in_reset: int = 2) -> None:
+    """Hold `rst` for `cycles_in_reset` edges; the stream ends withdraw their beats and take none meanwhile. They
+    step again from the edge after `rst` falls, the first whose pre-edge values show the DUT reset (the per-edge
+    task counts the edges, so the release never lands on the edge it is processing)."""
+    streams = _streams(dut.clk)
     dut.rst.value = 1
-    await ClockCycles(dut.clk, cycles_in_reset)
+    streams.hold_reset()
+    await streams.after(cycles_in_reset).wait()
     dut.rst.value = 0
+    streams.in_reset = False
+
+
+def _streams(clk) -> Streams:
+    return Streams.of(clk, x_checks=under_icarus())
 
 
 def source(dut, port: str) -> StreamSource:
-    end = StreamSource(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
-    cocotb.start_soon(_two_state(getattr(dut, f"{port}__ready"), f"{port}__ready"))
-    return end
+    return StreamSource(_streams(dut.clk), dut, port)
 
 
 def sink(dut, port: str) -> StreamSink:
-    cocotb.start_soon(_two_state(getattr(dut, f"{port}__valid"), f"{port}__valid"))
-    return CheckedSink(StreamBus.from_prefix(dut, f"{port}_"), dut.clk, dut.rst)
+    return StreamSink(_streams(dut.clk), dut, port)
 
 
-class CheckedSink(StreamSink):
-    """A sink whose every received beat (sampled with `valid` and `ready` high) has a two-state payload."""
-
-    def _recv(self, item):
-        payload = item.payload
-        assert payload.is_resolvable, \
-            f"{self.bus._name}_payload holds X/Z while valid: {payload} (bit 0 rightmost)"
-        return super()._recv(item)
+def every_edge(clk, step) -> None:
+    """Call `step()` at every rising edge of `clk`, after the stream ends made before (a sink's beat of this
+    edge is in its queue, a beat sent to a source is offered from the next edge)."""
+    _streams(clk).steps.append(step)
 
 
-async def _two_state(signal, name: str) -> None:
-    """Fail the test as soon as a handshake bit the DUT drives settles at X or Z (checked after every change,
-    once the time step has settled: a `ready` may follow the bench's `valid` combinationally)."""
-    while True:
-        await ReadOnly()
-        assert signal.value.is_resolvable, f"{name} is {signal.value} at {get_sim_time('ns')} ns"
-        await signal.value_change
+async def wait_until(clk, condition, patience: int) -> bool:
+    """Wait for the first rising edge (at most `patience` of them) at which `condition()` holds of the values the
+    DUT settled at before it; whether one did. Checked in the per-edge task before the stream ends step, so the
+    bench's state (probes, queues) is that of the same cycle as the DUT's; no await per cycle."""
+    streams, met = _streams(clk), Event()
+
+    def check() -> None:
+        if condition():
+            met.set()
+            streams.steps.remove(check)
+
+    streams.steps.insert(0, check)
+    await First(met.wait(), streams.after(patience).wait())
+    if check in streams.steps:
+        streams.steps.remove(check)
+    return met.is_set()
 
 
 def random_pauses(rng: random.Random, probability: float) -> Iterator[bool]:
@@ -110,53 +118,59 @@ def random_pauses(rng: random.Random, probability: float) -> Iterator[bool]:
 
 async def send_all(port: StreamSource, payloads) -> None:
     for payload in payloads:
-        await port.send(StreamTransaction(payload=int(payload)))
+        await port.send(int(payload))
 
 
 async def receive(port: StreamSink, count: int) -> list[int]:
-    return [int((await port.recv()).payload) for _ in range(count)]
+    return [await port.recv() for _ in range(count)]
 
 
 class CycleCounter:
-    """Numbers the rising edges of `clk`, sampling after each has settled (`ReadOnly`), as every monitor does:
-    counters and probes made together number cycles alike."""
+    """Numbers the rising edges of `clk` from its making (a transfer is numbered by the edge that completes it,
+    as every stream end and probe numbers it); a subclass's `sample` runs at every edge, reading the values
+    the DUT settled at in the cycle before it."""
 
     def __init__(self, clk) -> None:
-        self.clk, self.now = clk, 0
-        self._task = cocotb.start_soon(self._run())
+        self.clk = clk
+        self.streams = _streams(clk)
+        self._start = self.streams.now
+        if type(self).sample is not CycleCounter.sample:
+            self.streams.steps.append(self.sample)
 
-    async def _run(self) -> None:
-        while True:
-            await RisingEdge(self.clk)
-            await ReadOnly()
-            self.now += 1
-            self.sample()
+    @property
+    def now(self) -> int:
+        return self.streams.now - self._start
 
     def sample(self) -> None:
-        """Called once per cycle, after the edge."""
+        """Called once per cycle, at the edge."""
 
     def stop(self) -> None:
-        self._task.cancel()
+        if self.sample in self.streams.steps:
+            self.streams.steps.remove(self.sample)
 
 
 class HandshakeProbe(CycleCounter):
     """Records the cycle number of every transfer (valid and ready high) on one stream port, and with
-    `payloads` what each transfer carried (so a figure can count what the datapath actually consumed)."""
+    `payloads` what each transfer carried (so a figure can count what the datapath actually consumed). It is told
+    of each transfer by the port's stream end, or watches the port itself where the bench has none."""
 
     def __init__(self, dut, port: str, payloads: bool = False) -> None:
-        self.valid = getattr(dut, f"{port}__valid")
-        self.ready = getattr(dut, f"{port}__ready")
-        self.payload = getattr(dut, f"{port}__payload") if payloads else None
+        super().__init__(dut.clk)
         self.cycles: list[int] = []
         self.payloads: list[int] = []
-        super().__init__(dut.clk)
+        self._keep_payloads = payloads
+        end = self.streams.ends.get(port) or Watcher(self.streams, dut, port, payloads)
+        self._watched = end.watchers
+        self._watched.append(self._transfer)
 
-    def sample(self) -> None:
-        # Seen after this edge, a transfer completes at the next one; the offset is common to all probes.
-        if self.valid.value == 1 and self.ready.value == 1:
-            self.cycles.append(self.now)
-            if self.payload is not None:
-                self.payloads.append(int(self.payload.value))
+    def _transfer(self, payload: int) -> None:
+        self.cycles.append(self.now)
+        if self._keep_payloads:
+            self.payloads.append(payload)
+
+    def stop(self) -> None:
+        if self._transfer in self._watched:
+            self._watched.remove(self._transfer)
 
 
 class HeldUntilTaken(CycleCounter):
@@ -170,13 +184,19 @@ class HeldUntilTaken(CycleCounter):
         self.waiting: int | None = None  # the payload offered and not taken in the last cycle
         self.broken: list[str] = []
         super().__init__(dut.clk)
+        self.streams.on_reset.append(self.forget)
+
+    def forget(self) -> None:
+        """A reset empties the port: the offer it cut short is owed to nobody."""
+        self.waiting = None
 
     def sample(self) -> None:
-        valid = self.valid.value == 1
-        if self.waiting is not None and (not valid or int(self.payload.value) != self.waiting):
+        valid = bits(self.valid) == "1"
+        payload = int(bits(self.payload), 2) if valid else None
+        if self.waiting is not None and (not valid or payload != self.waiting):
             self.broken.append(f"{self.port} at cycle {self.now}: offered {self.waiting:#x}, then "
-                               + (f"changed it to {int(self.payload.value):#x}" if valid else "withdrew it"))
-        self.waiting = int(self.payload.value) if valid and self.ready.value != 1 else None
+                               + (f"changed it to {payload:#x}" if valid else "withdrew it"))
+        self.waiting = payload if valid and bits(self.ready) != "1" else None
 
 
 def cycles_simulated() -> int:

@@ -10,9 +10,6 @@ import heapq
 import random
 from collections.abc import Callable
 
-import cocotb
-from cocotb.triggers import RisingEdge
-
 from . import bench
 from .payload import Packer
 
@@ -80,7 +77,7 @@ class MemoryPort:
     def answer(self, sequence: int, payload: int) -> None:
         self.overtaken += sequence < self._latest_answered
         self._latest_answered = max(self._latest_answered, sequence)
-        self.source.send_nowait(bench.StreamTransaction(payload=payload))
+        self.source.send_nowait(payload)
 
 
 class MemoryController(MemoryPort):
@@ -93,8 +90,8 @@ class MemoryController(MemoryPort):
         self.rng, self.latency, self.in_order = rng, latency, in_order
         self._pending: list[tuple[int, int, int]] = []
         self._last_due = 0
-        cocotb.start_soon(self._accept())
-        cocotb.start_soon(self._respond(dut.clk))
+        self.sink.on_beat = self._accept
+        bench.every_edge(dut.clk, self._respond)
 
     def clear(self) -> None:
         self._pending.clear()
@@ -108,15 +105,13 @@ class MemoryController(MemoryPort):
             due = self._last_due = max(due, self._last_due)
         return due
 
-    async def _accept(self) -> None:
-        while True:
-            _, answer = self.take(int((await self.sink.recv()).payload))
-            if answer is not None:
-                heapq.heappush(self._pending, (self.due(self.clock.now), *answer))
+    def _accept(self, payload: int) -> None:
+        _, answer = self.take(payload)
+        if answer is not None:
+            heapq.heappush(self._pending, (self.due(self.clock.now), *answer))
 
-    async def _respond(self, clk) -> None:
-        while True:
-            await RisingEdge(clk)
-            while self._pending and self._pending[0][0] <= self.clock.now:
-                _, sequence, payload = heapq.heappop(self._pending)
-                self.answer(sequence, payload)
+    def _respond(self) -> None:
+        """At each edge: queue the answers due (the source offers them from the next edge)."""
+        while self._pending and self._pending[0][0] <= self.clock.now:
+            _, sequence, payload = heapq.heappop(self._pending)
+            self.answer(sequence, payload)

@@ -41,6 +41,8 @@ class Packer:
         layout = data.Layout.cast(layout)
         self.width = layout.size
         self.fields = {name: _field(field.shape, field.offset) for name, field in layout}
+        self._arrays = any(f.dims for f in self.fields.values())
+        self._masks = {name: (f.offset, (1 << f.element_bits) - 1) for name, f in self.fields.items()}
 
     @classmethod
     def of_port(cls, component, port: str) -> "Packer":
@@ -54,28 +56,37 @@ class Packer:
 
     def pack(self, **values) -> int:
         """One payload; absent fields are 0, array fields take any array-like of their shape."""
-        if any(self.fields[name].dims for name in values if name in self.fields):
+        if self._arrays and any(self.fields[name].dims for name in values if name in self.fields):
             return self.pack_many(**{name: [value] for name, value in values.items()})[0]
         self._check(values)
         word = 0
         for name, value in values.items():
-            f = self.fields[name]
-            word |= (int(value) & ((1 << f.element_bits) - 1)) << f.offset
+            offset, mask = self._masks[name]
+            word |= (int(value) & mask) << offset
         return word
 
     def unpack(self, word: int) -> dict:
         """One payload as {field: int, or numpy array for array fields}."""
-        if any(f.dims for f in self.fields.values()):
+        if self._arrays:
             return {name: column[0] if self.fields[name].dims else int(column[0])
                     for name, column in self.unpack_many([word]).items()}
         word = int(word)
-        return {name: (word >> f.offset) & ((1 << f.element_bits) - 1) for name, f in self.fields.items()}
+        return {name: (word >> offset) & mask for name, (offset, mask) in self._masks.items()}
 
     def pack_many(self, **columns) -> list[int]:
         """A stream of payloads: each column has one row per beat (shape (beats, *dims)). Scalar fields wider
         than 64 bits take Python integers."""
         self._check(columns)
         beats = len(next(iter(columns.values())))
+        if self.width <= 64:  # one uint64 per beat: each element shifted into place, no bit matrix
+            words = np.zeros(beats, np.uint64)
+            for name, column in columns.items():
+                f = self.fields[name]
+                mask = np.uint64((1 << f.element_bits) - 1)
+                values = np.asarray(column, dtype=np.uint64).reshape(beats, -1)
+                for k in range(values.shape[1]):
+                    words |= (values[:, k] & mask) << np.uint64(f.offset + k * f.element_bits)
+            return words.tolist()
         bits = np.zeros((beats, self.width), np.uint8)
         wide = [name for name in columns if self.fields[name].element_bits > 64]
         for name, column in columns.items():

@@ -98,16 +98,16 @@ class Harness(pnm_harness.Harness):
         """The DQB table holds `stored`'s entries (indices 0, 1, …, one update); view i maps the rows from
         `view_addresses[i]` on onto entry i under its tag (or `tags[i]`)."""
         for index, e in enumerate(stored.entries):
-            await self.dqb_config.send(bench.StreamTransaction(payload=self.packers["dqb_config"].pack(
+            await self.dqb_config.send(self.packers["dqb_config"].pack(
                 index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
                 zero_base=e.zero_base, log2_group_width=e.log2_group_width, enable=1,
-                last=int(index == len(stored.entries) - 1))))
+                last=int(index == len(stored.entries) - 1)))
         rb = self.params.row_bytes
         for index, (address, view) in enumerate(zip(view_addresses, stored.views)):
             tag = stored.tags[index] if tags is None else tags[index]
-            await self.view_config.send(bench.StreamTransaction(payload=self.packers["view_config"].pack(
+            await self.view_config.send(self.packers["view_config"].pack(
                 index=index, view_base=address // rb, view_rows=view.size // rb,
-                weight_base=stored.entries[index].weight_base, tag=tag, enable=1)))
+                weight_base=stored.entries[index].weight_base, tag=tag, enable=1))
         await self.dqb_config.wait()
         await self.view_config.wait()
         await ClockCycles(self.dut.clk, 2)
@@ -120,7 +120,7 @@ class Harness(pnm_harness.Harness):
         task = cocotb.start_soon(bench.send_all(self.gpu_req, (self.packers["gpu_req"].pack(
             address=row, is_write=0, mask=0, data=0, id=k % ids) for k, row in enumerate(rows))))
         for k, (row, want) in enumerate(zip(rows, expected)):
-            got = self.response_packer.unpack(int((await self.gpu_resp.recv()).payload))
+            got = self.response_packer.unpack(await self.gpu_resp.recv())
             assert (got["address"], got["id"], got["is_write"]) == (row, k % ids, 0), \
                 f"GPU read {k} of row {row:#x}: answered {got}"
             assert got["data"] == want, (f"GPU read {k} of row {row:#x}: data {got['data']:#x}, the golden model "

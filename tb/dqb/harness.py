@@ -92,10 +92,10 @@ class Harness:
         """Write `entries` to table indices 0, 1, ... as one update (`last` on the final beat); `enabled` (default
         all) gives each one's enable bit."""
         for index, e in enumerate(entries):
-            await self.config.send(bench.StreamTransaction(payload=self.config_fields.pack(
+            await self.config.send(self.config_fields.pack(
                 index=index, weight_base=e.weight_base, weight_size=e.weight_size, scale_base=e.scale_base,
                 zero_base=e.zero_base, log2_group_width=e.log2_group_width,
-                enable=1 if enabled is None else int(enabled[index]), last=int(index == len(entries) - 1))))
+                enable=1 if enabled is None else int(enabled[index]), last=int(index == len(entries) - 1)))
         await self.config.wait()
 
     async def send(self, ops: list[Operation]) -> None:
@@ -103,7 +103,7 @@ class Harness:
             payload = self.request_fields.pack(address=op.address, tag=op.tag, is_write=op.store is not None,
                                                mask=op.byte_mask(self.params.beat_bytes) if op.store is not None else 0,
                                                data=op.store or 0)
-            await self.requests.send(bench.StreamTransaction(payload=payload))
+            await self.requests.send(payload)
 
     def expect(self, ops: list[Operation], expected: list[Response] | None) -> None:
         """Queue the response beats of `ops`, one `expected` response each (a store's is its acknowledgement;

@@ -17,9 +17,6 @@ address when either writes, so the timing agrees with that order.
 import math
 from fractions import Fraction
 
-import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
-
 from .. import bench
 from ..memory import Contents, MemoryPort
 from .channel import ControllerParams, PseudoChannel, Request
@@ -51,7 +48,7 @@ class DramController(MemoryPort):
         self.channel = PseudoChannel(timing, params)
         self.latencies: list[tuple[dict, int]] = []
         """(request, cycles from its acceptance to its response) for every answered request, in answer order."""
-        cocotb.start_soon(self._run(dut.clk))
+        bench.every_edge(dut.clk, self._edge)
 
     @property
     def peak_requests_per_cycle(self) -> float:
@@ -70,23 +67,21 @@ class DramController(MemoryPort):
         self.latencies.clear()
         super().clear()
 
-    async def _run(self, clk) -> None:
-        """At each edge: the requests the sink took join the queue at the current tCK cycle (the first one from this
-        edge on), then the channel runs every tCK cycle that starts before the next edge; what finished there is
-        driven at the next edge, the first one after its data was done."""
-        while True:
-            await RisingEdge(clk)
-            await ReadOnly()  # every beat the sink took at this edge is in its queue
-            self.cycle += 1
-            self._run_until(self.cycle)  # (only just after a clear has it not got here yet)
-            while not self.sink.empty() and self.channel.can_accept(self.bursts):
-                request, answer = self.take(int(self.sink.recv_nowait().payload))
-                first = request["address"] * self.address_bytes // self.timing.burst_bytes
-                left = [self.bursts]  # the request's bursts not yet done, shared by all of them
-                for burst in range(first, first + self.bursts):
-                    self.channel.accept(Request(burst, bool(request["is_write"]),
-                                                payload=(request, answer, self.cycle, left)))
-            self._run_until(self.cycle + 1)
+    def _edge(self) -> None:
+        """At each edge (after the sink's: every beat it took at this edge is in its queue): the requests the sink
+        took join the queue at the current tCK cycle (the first one from this edge on), then the channel runs every
+        tCK cycle that starts before the next edge; what finished there is driven at the next edge, the first one
+        after its data was done."""
+        self.cycle += 1
+        self._run_until(self.cycle)  # (only just after a clear has it not got here yet)
+        while not self.sink.empty() and self.channel.can_accept(self.bursts):
+            request, answer = self.take(self.sink.recv_nowait())
+            first = request["address"] * self.address_bytes // self.timing.burst_bytes
+            left = [self.bursts]  # the request's bursts not yet done, shared by all of them
+            for burst in range(first, first + self.bursts):
+                self.channel.accept(Request(burst, bool(request["is_write"]),
+                                            payload=(request, answer, self.cycle, left)))
+        self._run_until(self.cycle + 1)
 
     def _run_until(self, edge: int) -> None:
         """Run the channel through every tCK cycle that starts before `edge`; answer what finished (the answers are

@@ -382,7 +382,7 @@ async def reset_mid_traffic(dut):
 async def stray_response_is_dropped(dut):
     """A memory response that answers nothing outstanding is consumed, goes nowhere and is flagged."""
     h = await started(dut)
-    h.sources["mc_resp"].send_nowait(bench.StreamTransaction(payload=12345))
+    h.sources["mc_resp"].send_nowait(12345)
     await ClockCycles(dut.clk, 10)
     assert dut.stray_response.value == 1 and not h.probes["gpu_resp"].cycles and not h.probes["buf_wr"].cycles
     await bench.reset(dut)

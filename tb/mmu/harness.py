@@ -133,8 +133,8 @@ class Harness:
     # ---- surroundings -------------------------------------------------------------------------------
     async def _buffer(self) -> None:
         while True:
-            row = self.fields["buf_rd"].unpack(int((await self.sinks["buf_rd"].recv()).payload))["row"]
-            self.sources["buf_rdata"].send_nowait(bench.StreamTransaction(payload=self.buffer_data(row)))
+            row = self.fields["buf_rd"].unpack(await self.sinks["buf_rd"].recv())["row"]
+            self.sources["buf_rdata"].send_nowait(self.buffer_data(row))
 
     def buffer_data(self, row: int) -> int:
         """What the PNM buffer holds in a row a store reads (rows and blocks get different contents)."""
@@ -147,8 +147,7 @@ class Harness:
     # ---- configuration ------------------------------------------------------------------------------
     async def configure(self, reg: int, value: int) -> None:
         """A register write; it takes effect before the next request the bench offers afterwards."""
-        await self.sources["config"].send(bench.StreamTransaction(payload=self.fields["config"].pack(reg=reg,
-                                                                                                     value=value)))
+        await self.sources["config"].send(self.fields["config"].pack(reg=reg, value=value))
         await self.sources["config"].wait()
         await ClockCycles(self.dut.clk, 2)
         if reg == REG_MEMORY_SIZE:
@@ -191,7 +190,7 @@ class Harness:
     def offer_gpu(self, request: dict) -> None:
         """Send a GPU request and expect its response: a read's data is the memory's initial contents."""
         self.offered.gpu.append((self.cycle.now, request))
-        self.sources["gpu_req"].send_nowait(bench.StreamTransaction(payload=self.fields["gpu_req"].pack(**request)))
+        self.sources["gpu_req"].send_nowait(self.fields["gpu_req"].pack(**request))
         fields = ("address", "is_write", "id")
         data = 0 if request["is_write"] else model.block_data(request["address"], self.params.data_bits)[0]
         self.board.expect("gpu_resp", [{**{f: request[f] for f in fields}, "data": data}],
@@ -216,8 +215,8 @@ class Harness:
         """Send a PNM instruction and expect, under the configuration now in force, its completion with the
         golden model's fault and (an accepted load) its data in the buffer; note its memory requests."""
         self.offered.pnm.append((self.cycle.now, instr))
-        self.sources["pnm_instr"].send_nowait(bench.StreamTransaction(payload=self.fields["pnm_instr"].pack(
-            base=instr.base, size=instr.size, dest=instr.dest, store=int(instr.store), id=instr.id)))
+        self.sources["pnm_instr"].send_nowait(self.fields["pnm_instr"].pack(
+            base=instr.base, size=instr.size, dest=instr.dest, store=int(instr.store), id=instr.id))
         inputs = f"PNM instruction {len(self.offered.pnm) - 1} offered at cycle {self.cycle.now}: {instr}"
         fault = self.fault(instr)
         self.board.expect("completion", [{"id": instr.id, "dest": instr.dest, "store": int(instr.store),

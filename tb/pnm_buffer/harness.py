@@ -94,7 +94,7 @@ class Harness:
                                                       mask=self.rng.getrandbits(port.bytes))
         else:
             payload = self.packers[port.request].pack(row=row)
-        self.sources[port.request].send_nowait(bench.StreamTransaction(payload=payload))
+        self.sources[port.request].send_nowait(payload)
 
     def pause(self, sources: float, sinks: float) -> None:
         """Random gaps on every request port and random back-pressure on every response port (0: none)."""

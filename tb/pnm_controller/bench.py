@@ -164,7 +164,7 @@ async def stray_completion(dut):
     await h.load(words)
     await h.run(words, 0)
     mark = len(h.status.changes)
-    h.units["array"].source.send_nowait(bench.StreamTransaction(payload=h.packers["array_done"].pack(id=77)))
+    h.units["array"].source.send_nowait(h.packers["array_done"].pack(id=77))
     await ClockCycles(dut.clk, 4)
     assert [s for _, s in h.status.changes[mark:]] == [{"state": State.ERROR.value, "error": model.STRAY, "pc": 77}], h.status.changes
     await h.run(words, 0)

@@ -17,9 +17,6 @@ import heapq
 import random
 from dataclasses import dataclass
 
-import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
-
 from rtl.pnm_controller import ports
 from rtl.pnm_controller.isa import disassemble
 from rtl.pnm_controller.params import ControllerParams
@@ -63,7 +60,7 @@ class UnitPlayer:
         self.due: list[tuple[int, int, int]] = []
         self.answered = self.last_due = 0
         harness.board.add_port(name, self.sink, decode=harness.packers[f"{name}_cmd"].unpack, observe=self.answer)
-        cocotb.start_soon(self._run())
+        bench.every_edge(harness.dut.clk, self._complete)
 
     def answer(self, command: dict) -> None:
         h = self.harness
@@ -76,11 +73,10 @@ class UnitPlayer:
         heapq.heappush(self.due, (due, self.answered, self.completion.pack(**fields)))
         self.answered += 1
 
-    async def _run(self) -> None:
-        while True:
-            await RisingEdge(self.harness.dut.clk)
-            while self.due and self.due[0][0] <= self.harness.cycle.now:
-                self.source.send_nowait(bench.StreamTransaction(payload=heapq.heappop(self.due)[2]))
+    def _complete(self) -> None:
+        """At each edge: queue the completions due (the source offers them from the next edge)."""
+        while self.due and self.due[0][0] <= self.harness.cycle.now:
+            self.source.send_nowait(heapq.heappop(self.due)[2])
 
     def back_pressure(self, probability: float) -> None:
         self.sink.set_pause_generator(bench.random_pauses(self.harness.rng, probability) if probability else None)
@@ -148,7 +144,7 @@ class Harness:
     async def load(self, words: list[int]) -> None:
         packer = self.packers["write"]
         for address, word in enumerate(words):
-            self.write.send_nowait(bench.StreamTransaction(payload=packer.pack(address=address, word=word)))
+            self.write.send_nowait(packer.pack(address=address, word=word))
         await self.write.wait()
 
     def begin(self, words: list[int], start: int) -> Run:
@@ -159,7 +155,7 @@ class Harness:
             self.board.expect(unit, [c.fields for c in mine], [f"pc {c.pc}: {disassemble(words[c.pc])}" for c in mine])
         run = Run(outcome, words, {name: len(probe.cycles) for name, probe in self.probes.items()},
                   len(self.status.changes))
-        self.start.send_nowait(bench.StreamTransaction(payload=self.packers["start"].pack(pc=start)))
+        self.start.send_nowait(self.packers["start"].pack(pc=start))
         return run
 
     async def run(self, words: list[int], start: int, patience: int = 3_000) -> Run:
@@ -172,12 +168,9 @@ class Harness:
     async def stopped(self, patience: int) -> None:
         """Wait until the program has stopped and nothing is outstanding (start is accepted again); fail after
         `patience` cycles without that (a hang)."""
-        for _ in range(patience):
-            await RisingEdge(self.dut.clk)
-            await ReadOnly()
-            if self.dut.start__ready.value == 1 and self.start.idle() and (int(self.dut.status.value) & 3) in STATES:
-                await RisingEdge(self.dut.clk)
-                return
+        if await bench.wait_until(self.dut.clk, lambda: self.dut.start__ready.value == 1 and self.start.idle()
+                                  and (int(self.dut.status.value) & 3) in STATES, patience):
+            return
         raise AssertionError(f"the controller did not stop within {patience} cycles: status {self.status.changes[-1]}")
 
     async def reset(self) -> None:

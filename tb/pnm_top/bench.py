@@ -316,7 +316,7 @@ async def reset_mid_program(dut):
     program = layer_program(h, h.params.lanes, 4, 1, Op.SILU, Op.MUL, Reduce.SUM)
     await h.run(program)
     words_start = h.start_probe.cycles[-1]
-    h.start.send_nowait(bench.StreamTransaction(payload=h.packers["start"].pack(pc=0)))
+    h.start.send_nowait(h.packers["start"].pack(pc=0))
     await ClockCycles(dut.clk, h.rng.randint(20, 80))
     await h.reset()
     await h.run(program)

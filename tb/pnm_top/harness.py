@@ -4,7 +4,7 @@ model (`tb.models.pnm_top`) run beside it on the same memory, so that every byte
 import random
 
 import numpy as np
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge
 
 from rtl.mmu.params import REG_REGION_BASE, REG_REGION_LIMIT
 from rtl.pnm_controller.isa import Instruction
@@ -63,7 +63,7 @@ class Harness:
     async def protect(self, base: int, limit: int) -> None:
         """Make [base, limit) the MMU's first protected region."""
         for reg, value in ((REG_REGION_BASE, base), (REG_REGION_LIMIT, limit)):
-            await self.config.send(bench.StreamTransaction(payload=self.packers["config"].pack(reg=reg, value=value)))
+            await self.config.send(self.packers["config"].pack(reg=reg, value=value))
             await self.config.wait()
         await ClockCycles(self.dut.clk, 2)
         self.regions = [(base, limit)]
@@ -85,20 +85,14 @@ class Harness:
         words = [0] * p.depth
         words[start:start + len(instructions)] = [i.encode() for i in instructions]
         for address, word in enumerate(words[start:start + len(instructions)], start):
-            await self.write.send(bench.StreamTransaction(payload=self.packers["write"].pack(address=address,
-                                                                                            word=word)))
+            await self.write.send(self.packers["write"].pack(address=address, word=word))
         await self.write.wait()
         expected = model.run(words, start, self.control, self.shape, self.memory_bytes, self.buffer,
                              self.mmu_fault)
         mark = len(self.start_probe.cycles)
-        await self.start.send(bench.StreamTransaction(payload=self.packers["start"].pack(pc=start)))
-        for _ in range(patience):
-            await RisingEdge(self.dut.clk)
-            await ReadOnly()
-            if self.dut.start__ready.value == 1 and len(self.start_probe.cycles) > mark \
-                    and self.status()["state"] in STOPPED:
-                break
-        else:
+        await self.start.send(self.packers["start"].pack(pc=start))
+        if not await bench.wait_until(self.dut.clk, lambda: self.dut.start__ready.value == 1 and len(
+                self.start_probe.cycles) > mark and self.status()["state"] in STOPPED, patience):
             raise AssertionError(f"the program did not stop in {patience} cycles: {self.status()}")
         status, cycles = self.status(), self.clock.now - self.start_probe.cycles[mark]
         outcome = expected.outcome

@@ -47,3 +47,11 @@ def test_many_beats_match_one_at_a_time() -> None:
 def test_unknown_field_is_named() -> None:
     with pytest.raises(KeyError, match="colour"):
         Packer(LAYOUT).pack(colour=1)
+
+
+def test_narrow_payloads_pack_many_at_hand_computed_positions() -> None:
+    """Payloads of at most 64 bits are packed in one uint64 per beat: the same positions, values cut to fields."""
+    p = Packer(data.StructLayout({"flag": 1, "grid": data.ArrayLayout(data.ArrayLayout(4, 3), 2), "top": 39}))
+    assert p.width == 64
+    words = p.pack_many(flag=[1, 0], grid=[[[1, 2, 3], [0xA, 0xB, 0x1F]], [[0] * 3] * 2], top=[(1 << 38) | 1, 0])
+    assert words == [1 | 0x1 << 1 | 0x2 << 5 | 0x3 << 9 | 0xA << 13 | 0xB << 17 | 0xF << 21 | 1 << 25 | 1 << 63, 0]

@@ -48,36 +48,49 @@ def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
-def _imported_sources(module: str, package: str, root: Path) -> dict[str, Path]:
+def _imported_sources(module: str, package: str, root: Path, known: dict | None = None) -> dict[str, Path]:
     """`module` and every module of `package` it imports, transitively, with the `__init__` files that run on
-    import (read with `ast`, never imported)."""
+    import (read with `ast`, never imported). `known`: `_module`'s answers, shared by the calls of one `load`."""
+    known = {} if known is None else known
     found: dict[str, Path] = {}
     pending = [module]
     while pending:
         name = pending.pop()
-        parts = name.split(".")
-        if name in found or parts[0] != package:
+        if name in found or name.split(".")[0] != package:
             continue
-        for depth in range(1, len(parts)):
-            init = root.joinpath(*parts[:depth], "__init__.py")
-            if init.exists():
-                found.setdefault(".".join(parts[:depth]), init)
-        path = root.joinpath(*parts).with_suffix(".py")
-        if not path.exists():
-            path = root.joinpath(*parts, "__init__.py")
-        if not path.exists():
-            continue
-        found[name] = path
-        here = parts if path.name == "__init__.py" else parts[:-1]
-        for level, module_name, names in _imports(path.read_text()):
-            if level is None:
-                pending.extend(names)
-                continue
-            base = here[:len(here) - level + 1] if level else []
-            target = base + (module_name.split(".") if module_name else [])
-            pending.append(".".join(target))
-            pending.extend(".".join(target + [name]) for name in names)  # submodules
+        if name not in known:
+            known[name] = _module(name, root)
+        inits, path, targets = known[name]
+        for init_name, init in inits:
+            found.setdefault(init_name, init)
+        if path is not None:
+            found[name] = path
+            pending.extend(targets)
     return found
+
+
+def _module(name: str, root: Path) -> tuple[tuple[tuple[str, Path], ...], Path | None, tuple[str, ...]]:
+    """The `__init__` files on the way to module `name` under `root`, its file (None when there is none) and the
+    module names its imports name (every imported name also as a possible submodule)."""
+    parts = name.split(".")
+    inits = tuple((".".join(parts[:depth]), init) for depth in range(1, len(parts))
+                  if (init := root.joinpath(*parts[:depth], "__init__.py")).exists())
+    path = root.joinpath(*parts).with_suffix(".py")
+    if not path.exists():
+        path = root.joinpath(*parts, "__init__.py")
+    if not path.exists():
+        return inits, None, ()
+    here = parts if path.name == "__init__.py" else parts[:-1]
+    targets = []
+    for level, module_name, names in _imports(path.read_text()):
+        if level is None:
+            targets.extend(names)
+            continue
+        base = here[:len(here) - level + 1] if level else []
+        target = base + (module_name.split(".") if module_name else [])
+        targets.append(".".join(target))
+        targets.extend(".".join(target + [name]) for name in names)  # submodules
+    return inits, path, tuple(targets)
 
 
 @cache
@@ -104,11 +117,13 @@ def _statements(nodes: list) -> Iterable[ast.AST]:
                 yield from _statements(child)
 
 
-def sources(rtl_module: str, bench_module: str, root: Path | None = None) -> list[Path]:
+def sources(rtl_module: str, bench_module: str, root: Path | None = None, known: dict | None = None) -> list[Path]:
     """The files an entry's figures depend on: the block's `rtl/` closure and its bench's `tb/` closure. (The
-    rtl modules a bench imports are its block's own, or `rtl.registry`, a name lookup.)"""
+    rtl modules a bench imports are its block's own, or `rtl.registry`, a name lookup.) `known`: module lookups
+    shared by calls while the files do not change (`_imported_sources`)."""
     root = root or project_root()
-    found = _imported_sources(rtl_module, "rtl", root) | _imported_sources(bench_module, "tb", root)
+    known = {} if known is None else known
+    found = _imported_sources(rtl_module, "rtl", root, known) | _imported_sources(bench_module, "tb", root, known)
     return sorted(set(found.values()))
 
 
@@ -121,10 +136,10 @@ def _digest(paths: Iterable[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None) -> str:
+def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None, known: dict | None = None) -> str:
     """The digest of every source an entry's figures depend on (`sources`)."""
     root = root or project_root()
-    return _digest(sources(rtl_module, bench_module, root), root)
+    return _digest(sources(rtl_module, bench_module, root, known), root)
 
 
 def rtl_digest(rtl_module: str, root: Path | None = None) -> str:
@@ -215,6 +230,7 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
         raise StaleTableError(f"{path}: the figures of {names} do not match their content hash (edited by hand?); "
                               f"re-measure with `basedie verify {' '.join(sorted({e['block'] for e in edited}))}`")
     digests: dict[tuple[str, str], str] = {}
+    known: dict = {}    # the entries' closures share most modules; the files do not change while they are read
     stale = []
     for e in entries:
         key = (e["provenance"].get("rtl_module"), e["provenance"].get("bench"))
@@ -222,7 +238,7 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
             stale.append(e["block"])
             continue
         if key not in digests:
-            digests[key] = sources_digest(*key, root)
+            digests[key] = sources_digest(*key, root, known)
         if e["provenance"].get("sources_digest") != digests[key]:
             stale.append(e["block"])
     if stale:

@@ -36,3 +36,18 @@ def test_every_import_statement_is_found_with_its_level() -> None:
         (None, None, ("a", "b.c")), (1, None, ("d",)), (2, "e", ("f", "h")), (1, "inner", ("x",)),
         (None, None, ("k",)), (None, None, ("m",)), (0, "n", ("o",)), (None, None, ("p",)), (None, None, ("q",)),
         (None, None, ("r",)), (None, None, ("s",)), (None, None, ("t",))]))
+
+
+def test_closures_sharing_a_memo_are_each_what_they_are_alone(tmp_path) -> None:
+    # rtl.a imports rtl.common; rtl.b imports rtl.common and rtl.extra; rtl.common imports nothing of rtl.
+    from basedie.verified import _imported_sources
+    (tmp_path / "rtl").mkdir()
+    for name, text in {"__init__": "", "common": "import numpy\n", "a": "from .common import X\n",
+                       "b": "from . import common\nfrom rtl.extra import Y\n", "extra": ""}.items():
+        (tmp_path / "rtl" / f"{name}.py").write_text(text)
+    known: dict = {}
+    a = _imported_sources("rtl.a", "rtl", tmp_path, known)
+    b = _imported_sources("rtl.b", "rtl", tmp_path, known)
+    assert sorted(a) == ["rtl", "rtl.a", "rtl.common"]
+    assert sorted(b) == ["rtl", "rtl.b", "rtl.common", "rtl.extra"]
+    assert b == _imported_sources("rtl.b", "rtl", tmp_path) and "rtl.common" in known

@@ -11,18 +11,21 @@ never needs the RTL toolchain. Every entry of the table carries its provenance: 
   figure edited by hand is refused. It detects edits, not forgery: anyone can recompute it.
 
 `load()` refuses a stale or edited table with a message naming the `basedie verify` commands that re-measure it,
-and warns when the tools that measured an entry differ from the installed ones.
+and warns when the tools that measured an entry differ from the installed ones. The import statements of each
+source text are parsed once and kept by the text's hash in `~/.cache/basedie/imports.json` (`ImportCache`), so
+a process that finds them there checks the digests without parsing.
 """
 import ast
 import hashlib
 import importlib.metadata
 import json
 import logging
+import os
 import platform
+import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +96,60 @@ def _module(name: str, root: Path) -> tuple[tuple[tuple[str, Path], ...], Path |
     return inits, path, tuple(targets)
 
 
-@cache
-def _imports(text: str) -> tuple[tuple[int | None, str | None, tuple[str, ...]], ...]:
-    """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`.
-    Keyed by the text itself, so an edited file is parsed again; the entries of one table share most files."""
+Imports = tuple[tuple[int | None, str | None, tuple[str, ...]], ...]
+
+
+class ImportCache:
+    """`_parse`'s answers by the SHA-256 of the source text, kept in a JSON file across processes: parsing is
+    most of checking the table's digests, and a text's imports never change (an edited file is another key).
+    An unreadable or foreign file is a miss; one holding more than `limit` texts starts again empty."""
+
+    def __init__(self, path: Path, limit: int = 4096) -> None:
+        self.path, self.limit = path, limit
+        self.known: dict[str, Imports] | None = None
+        self.added = False
+
+    def imports(self, text: str) -> Imports:
+        if self.known is None:
+            self.known = self._read()
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if key not in self.known:
+            self.known[key], self.added = _parse(text), True
+        return self.known[key]
+
+    def _read(self) -> dict[str, Imports]:
+        try:
+            stored = json.loads(self.path.read_text())
+            known = {key: tuple((level, module, tuple(names)) for level, module, names in found)
+                     for key, found in stored.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+        return known if len(known) <= self.limit else {}
+
+    def save(self) -> None:
+        """Write the texts parsed by this process beside those read (atomically); a failure only loses them."""
+        if not self.added:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=self.path.parent, suffix=".tmp", delete=False) as stream:
+                json.dump(self.known, stream)
+            os.replace(stream.name, self.path)
+            self.added = False
+        except OSError:
+            log.debug("could not write %s", self.path)
+
+
+IMPORT_CACHE = ImportCache(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "basedie"
+                           / "imports.json")
+
+
+def _imports(text: str) -> Imports:
+    return IMPORT_CACHE.imports(text)
+
+
+def _parse(text: str) -> Imports:
+    """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`."""
     found = []
     for node in _statements(ast.parse(text).body):
         if isinstance(node, ast.ImportFrom):
@@ -241,6 +294,7 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
             digests[key] = sources_digest(*key, root, known)
         if e["provenance"].get("sources_digest") != digests[key]:
             stale.append(e["block"])
+    IMPORT_CACHE.save()
     if stale:
         blocks = " ".join(sorted(set(stale)))
         raise StaleTableError(f"{path} is stale: {', '.join(sorted(set(stale)))} measured on other rtl/ or tb/ "

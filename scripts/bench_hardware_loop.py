@@ -60,12 +60,13 @@ def table(block: str, params: list[str], base: str, before: dict, after: dict) -
     return "\n".join(lines)
 
 
-def write_table(doc: Path, text: str) -> None:
+def write_table(doc: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """`text` in place of what `doc` holds between the markers `begin` and `end`."""
     page = doc.read_text()
-    if BEGIN not in page or END not in page:
-        raise SystemExit(f"{doc} has no {BEGIN} … {END} markers to write the table between")
-    head, rest = page.split(BEGIN, 1)
-    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+    if begin not in page or end not in page:
+        raise SystemExit(f"{doc} has no {begin} … {end} markers to write the table between")
+    head, rest = page.split(begin, 1)
+    doc.write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
 
 
 def main() -> None:

@@ -111,8 +111,9 @@ def verdict(n: int, r: dict[str, float]) -> str:
     return f"{', '.join(parts)}: {'met' if met else 'missed'}" if parts else ""
 
 
-def bench_peers():
-    spec = importlib.util.spec_from_file_location("bench_peers", Path(__file__).parent / "bench_peers.py")
+def script(name: str):
+    """Another script of this folder, as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -128,7 +129,7 @@ def machine() -> str:
 
 def peer_runs(args: argparse.Namespace, folder: Path) -> dict[str, list[dict[str, float]]]:
     """Every tool's runs of the 1,000-request workload, `args.repeat` rounds, each round every tool once."""
-    peers = bench_peers()
+    peers = script("bench_peers")
     peers.compare_peers().write_workloads(folder, {"r1000": (1000, peers.RATE, peers.PROMPT, peers.OUTPUT)})
     specs = peers.tools(folder, "r1000", 1000, args, plots=True)
     without = peers.tools(folder, "r1000", 1000, args, plots=False)
@@ -191,14 +192,6 @@ def peer_plot(runs: dict[str, list[dict[str, float]]], path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
-def write_section(doc: Path, text: str) -> None:
-    page = doc.read_text()
-    if BEGIN not in page or END not in page:
-        raise SystemExit(f"{doc} has no {BEGIN} … {END} markers to write the table between")
-    head, rest = page.split(BEGIN, 1)
-    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
-
-
 def peer_speed(args: argparse.Namespace) -> int:
     """The 1,000-request comparison with the peers: the table into `args.doc`, the plot beside it."""
     folder = args.folder.resolve() / "peers"
@@ -209,7 +202,7 @@ def peer_speed(args: argparse.Namespace) -> int:
     for mine, ratio in ratios.items():
         print(f"peer ÷ {mine}: {ratio:.2f}× CPU (target ≥ {TARGETS['peers']:g}×)")
     peer_plot(runs, args.doc.parent / PEERS_PNG)
-    write_section(args.doc, text)
+    script("bench_hardware_loop").write_table(args.doc, text, BEGIN, END)
     print(f"table written to {args.doc}, plot to {args.doc.parent / PEERS_PNG}")
     return 0
 
@@ -259,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --peers: the page whose marked section gets the table")
     parser.add_argument("--baseline", type=Path, metavar="TREE",
                         help="with --scale: also run each size with this source tree (before) beside this one")
-    bench_peers().add_peer_arguments(parser, required=False)
+    script("bench_peers").add_peer_arguments(parser, required=False)
     parser.add_argument("--folder", type=Path, default=Path("build/bench_scale"), help="where runs write")
     parser.add_argument("--out", type=Path, help="with --scale: write the Markdown table here")
     args = parser.parse_args(argv)

@@ -63,7 +63,7 @@ def test_peer_table_takes_medians_and_writes_between_the_markers(tmp_path) -> No
     assert rows["DistServe"] == "| DistServe | 8.0 s | 4.00 s (3.00–5.00) | 1.00 s |  |  |"
     doc = tmp_path / "page.md"
     doc.write_text(f"before\n{module['BEGIN']}\nold table\n{module['END']}\nafter\n")
-    module["write_section"](doc, text)
+    module["script"]("bench_hardware_loop").write_table(doc, text, module["BEGIN"], module["END"])
     assert doc.read_text() == f"before\n{module['BEGIN']}\n{text}\n{module['END']}\nafter\n"
     module["peer_plot"](runs, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -73,5 +73,5 @@ def test_a_page_without_the_markers_is_refused(tmp_path) -> None:
     doc = tmp_path / "page.md"
     doc.write_text("no markers\n")
     with pytest.raises(SystemExit, match="has no"):
-        runpy.run_path(str(SCRIPT))["write_section"](doc, "table")
+        runpy.run_path(str(SCRIPT))["script"]("bench_hardware_loop").write_table(doc, "table")
     assert doc.read_text() == "no markers\n"

@@ -61,7 +61,6 @@ def table(block: str, params: list[str], base: str, before: dict, after: dict) -
 
 
 def write_table(doc: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
-    """`text` in place of what `doc` holds between the markers `begin` and `end`."""
     page = doc.read_text()
     if begin not in page or end not in page:
         raise SystemExit(f"{doc} has no {begin} … {end} markers to write the table between")

@@ -11,18 +11,21 @@ never needs the RTL toolchain. Every entry of the table carries its provenance: 
   figure edited by hand is refused. It detects edits, not forgery: anyone can recompute it.
 
 `load()` refuses a stale or edited table with a message naming the `basedie verify` commands that re-measure it,
-and warns when the tools that measured an entry differ from the installed ones.
+and warns when the tools that measured an entry differ from the installed ones. The import statements of each
+source text are parsed once and kept by the text's hash in `~/.cache/basedie/imports.json` (`ImportCache`), so
+a process that finds them there checks the digests without parsing.
 """
 import ast
 import hashlib
 import importlib.metadata
 import json
 import logging
+import os
 import platform
+import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,42 +51,105 @@ def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
-def _imported_sources(module: str, package: str, root: Path) -> dict[str, Path]:
+def _imported_sources(module: str, package: str, root: Path, known: dict | None = None) -> dict[str, Path]:
     """`module` and every module of `package` it imports, transitively, with the `__init__` files that run on
-    import (read with `ast`, never imported)."""
+    import (read with `ast`, never imported). `known`: `_module`'s answers, shared by the calls of one `load`."""
+    known = {} if known is None else known
     found: dict[str, Path] = {}
     pending = [module]
     while pending:
         name = pending.pop()
-        parts = name.split(".")
-        if name in found or parts[0] != package:
+        if name in found or name.split(".")[0] != package:
             continue
-        for depth in range(1, len(parts)):
-            init = root.joinpath(*parts[:depth], "__init__.py")
-            if init.exists():
-                found.setdefault(".".join(parts[:depth]), init)
-        path = root.joinpath(*parts).with_suffix(".py")
-        if not path.exists():
-            path = root.joinpath(*parts, "__init__.py")
-        if not path.exists():
-            continue
-        found[name] = path
-        here = parts if path.name == "__init__.py" else parts[:-1]
-        for level, module_name, names in _imports(path.read_text()):
-            if level is None:
-                pending.extend(names)
-                continue
-            base = here[:len(here) - level + 1] if level else []
-            target = base + (module_name.split(".") if module_name else [])
-            pending.append(".".join(target))
-            pending.extend(".".join(target + [name]) for name in names)  # submodules
+        if name not in known:
+            known[name] = _module(name, root)
+        inits, path, targets = known[name]
+        for init_name, init in inits:
+            found.setdefault(init_name, init)
+        if path is not None:
+            found[name] = path
+            pending.extend(targets)
     return found
 
 
-@cache
-def _imports(text: str) -> tuple[tuple[int | None, str | None, tuple[str, ...]], ...]:
-    """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`.
-    Keyed by the text itself, so an edited file is parsed again; the entries of one table share most files."""
+def _module(name: str, root: Path) -> tuple[tuple[tuple[str, Path], ...], Path | None, tuple[str, ...]]:
+    """The `__init__` files on the way to module `name` under `root`, its file (None when there is none) and the
+    module names its imports name (every imported name also as a possible submodule)."""
+    parts = name.split(".")
+    inits = tuple((".".join(parts[:depth]), init) for depth in range(1, len(parts))
+                  if (init := root.joinpath(*parts[:depth], "__init__.py")).exists())
+    path = root.joinpath(*parts).with_suffix(".py")
+    if not path.exists():
+        path = root.joinpath(*parts, "__init__.py")
+    if not path.exists():
+        return inits, None, ()
+    here = parts if path.name == "__init__.py" else parts[:-1]
+    targets = []
+    for level, module_name, names in _imports(path.read_text()):
+        if level is None:
+            targets.extend(names)
+            continue
+        base = here[:len(here) - level + 1] if level else []
+        target = base + (module_name.split(".") if module_name else [])
+        targets.append(".".join(target))
+        targets.extend(".".join(target + [name]) for name in names)  # submodules
+    return inits, path, tuple(targets)
+
+
+Imports = tuple[tuple[int | None, str | None, tuple[str, ...]], ...]
+
+
+class ImportCache:
+    """`_parse`'s answers by the SHA-256 of the source text, kept in a JSON file across processes: parsing is
+    most of checking the table's digests, and a text's imports never change (an edited file is another key).
+    An unreadable or foreign file is a miss; one holding more than `limit` texts starts again empty."""
+
+    def __init__(self, path: Path, limit: int = 4096) -> None:
+        self.path, self.limit = path, limit
+        self.known: dict[str, Imports] | None = None
+        self.added = False
+
+    def imports(self, text: str) -> Imports:
+        if self.known is None:
+            self.known = self._read()
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if key not in self.known:
+            self.known[key], self.added = _parse(text), True
+        return self.known[key]
+
+    def _read(self) -> dict[str, Imports]:
+        try:
+            stored = json.loads(self.path.read_text())
+            known = {key: tuple((level, module, tuple(names)) for level, module, names in found)
+                     for key, found in stored.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+        return known if len(known) <= self.limit else {}
+
+    def save(self) -> None:
+        """Write the texts parsed by this process beside those read (atomically); a failure only loses them."""
+        if not self.added:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=self.path.parent, suffix=".tmp", delete=False) as stream:
+                json.dump(self.known, stream)
+            os.replace(stream.name, self.path)
+            self.added = False
+        except OSError:
+            log.debug("could not write %s", self.path)
+
+
+IMPORT_CACHE = ImportCache(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "basedie"
+                           / "imports.json")
+
+
+def _imports(text: str) -> Imports:
+    return IMPORT_CACHE.imports(text)
+
+
+def _parse(text: str) -> Imports:
+    """(level, module, names) of every `from` import in a source text, (None, None, names) of every `import`."""
     found = []
     for node in _statements(ast.parse(text).body):
         if isinstance(node, ast.ImportFrom):
@@ -104,11 +170,13 @@ def _statements(nodes: list) -> Iterable[ast.AST]:
                 yield from _statements(child)
 
 
-def sources(rtl_module: str, bench_module: str, root: Path | None = None) -> list[Path]:
+def sources(rtl_module: str, bench_module: str, root: Path | None = None, known: dict | None = None) -> list[Path]:
     """The files an entry's figures depend on: the block's `rtl/` closure and its bench's `tb/` closure. (The
-    rtl modules a bench imports are its block's own, or `rtl.registry`, a name lookup.)"""
+    rtl modules a bench imports are its block's own, or `rtl.registry`, a name lookup.) `known`: module lookups
+    shared by calls while the files do not change (`_imported_sources`)."""
     root = root or project_root()
-    found = _imported_sources(rtl_module, "rtl", root) | _imported_sources(bench_module, "tb", root)
+    known = {} if known is None else known
+    found = _imported_sources(rtl_module, "rtl", root, known) | _imported_sources(bench_module, "tb", root, known)
     return sorted(set(found.values()))
 
 
@@ -121,10 +189,10 @@ def _digest(paths: Iterable[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None) -> str:
+def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None, known: dict | None = None) -> str:
     """The digest of every source an entry's figures depend on (`sources`)."""
     root = root or project_root()
-    return _digest(sources(rtl_module, bench_module, root), root)
+    return _digest(sources(rtl_module, bench_module, root, known), root)
 
 
 def rtl_digest(rtl_module: str, root: Path | None = None) -> str:
@@ -215,6 +283,7 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
         raise StaleTableError(f"{path}: the figures of {names} do not match their content hash (edited by hand?); "
                               f"re-measure with `basedie verify {' '.join(sorted({e['block'] for e in edited}))}`")
     digests: dict[tuple[str, str], str] = {}
+    known: dict = {}    # the entries' closures share most modules; the files do not change while they are read
     stale = []
     for e in entries:
         key = (e["provenance"].get("rtl_module"), e["provenance"].get("bench"))
@@ -222,9 +291,10 @@ def load(path: Path = TABLE_PATH, root: Path | None = None) -> VerifiedBlocks:
             stale.append(e["block"])
             continue
         if key not in digests:
-            digests[key] = sources_digest(*key, root)
+            digests[key] = sources_digest(*key, root, known)
         if e["provenance"].get("sources_digest") != digests[key]:
             stale.append(e["block"])
+    IMPORT_CACHE.save()
     if stale:
         blocks = " ".join(sorted(set(stale)))
         raise StaleTableError(f"{path} is stale: {', '.join(sorted(set(stale)))} measured on other rtl/ or tb/ "

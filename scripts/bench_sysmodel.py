@@ -2,15 +2,22 @@
 
     python scripts/bench_sysmodel.py [--requests 1000] [--qps 2] [--repeat 3] [--perf-model NAME] [--systems A,B]
                                      [--memory hbm|A|B|C|FILE] [--gpus N]
-    python scripts/bench_sysmodel.py --scale 10000 100000 1000000 [--peers --distserve PATH --distserve-python PY
-                                     --splitwise PATH --splitwise-python PY] [--baseline TREE] [--out FILE]
+    python scripts/bench_sysmodel.py --scale 10000 100000 1000000 [--baseline TREE] [--out FILE]
+    python scripts/bench_sysmodel.py --peers --distserve PATH --distserve-python PY --splitwise PATH
+                                     --splitwise-python PY [--repeat 3] [--doc docs/results/scale.md]
 
 `--scale N...`: the production-scale targets (docs/results/scale.md). Each N runs `basedie simulate --system duopd --model
 LLaMA2-70B --qps 4 --requests N --no-plots` as its own process and reports its wall and CPU seconds, its peak RSS
-and both per request; with `--peers`, the 1,000-request workload of `scripts/bench_peers.py` runs as whole
-processes, ours with its plots on, beside DistServe and splitwise-sim; with `--baseline TREE`, each N also runs
-with another source tree (e.g. a checkout of the commit before a change) beside this one: CPU and memory before
-and after, and whether the outputs are byte-identical. Writes the Markdown tables to `--out`.
+and both per request; with `--baseline TREE`, each N also runs with another source tree (e.g. a checkout of the
+commit before a change) beside this one: CPU and memory before and after, and whether the outputs are
+byte-identical. Writes the Markdown tables to `--out`.
+
+`--peers`: the 1,000-request workload of `scripts/bench_peers.py`, each tool as a whole process, `--repeat` rounds
+side by side (each round runs every tool once): DistServe's simulator and splitwise-sim beside ours on their
+deployments, ours with its plots on (the default) and with `--no-plots`. CPU seconds are the kernel's user +
+system of the process and the children it waited for; the ratio per peer is peer ÷ ours of the medians. Writes
+the table between the markers of `--doc` and the plot beside it (`PEERS_PNG`). Runs after `--scale` when both
+are given.
 
 HBF's speed target (docs/design/hbf.md, "Speed"): `--model Qwen3-30B-A3B --systems chunked --gpus 1 --memory C --qps 20
 --input-len 1024 --output-len 128`, beside the same run with `--memory A` (HBM only) in one invocation each.
@@ -22,7 +29,9 @@ import argparse
 import filecmp
 import importlib.util
 import os
+import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +51,12 @@ PEAK = ("import atexit, resource, sys\n"
         "from basedie.cli import main\n"
         "sys.exit(main(sys.argv[1:]))")
 TARGETS = {"seconds": {100_000: 8.0, 1_000_000: 60.0}, "peak_rss_mb": {1_000_000: 2048.0}, "peers": 5.0}
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- bench_sysmodel peers: begin -->", "<!-- bench_sysmodel peers: end -->"
+PEERS_PNG = "scale-peers.png"
+# peer → its deployment's runs of ours: (plots on, --no-plots)
+PAIRS = {"DistServe": ("ours, DistServe's deployment", "ours, DistServe's deployment, --no-plots"),
+         "splitwise-sim": ("ours, splitwise-sim's deployment", "ours, splitwise-sim's deployment, --no-plots")}
 
 
 def simulate_process(requests: int, out: Path, tree: Path | None = None) -> dict[str, float]:
@@ -96,11 +111,100 @@ def verdict(n: int, r: dict[str, float]) -> str:
     return f"{', '.join(parts)}: {'met' if met else 'missed'}" if parts else ""
 
 
-def bench_peers():
-    spec = importlib.util.spec_from_file_location("bench_peers", Path(__file__).parent / "bench_peers.py")
+def script(name: str):
+    """Another script of this folder, as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def machine() -> str:
+    """The processor, its cores, Python's version and the load average: what the timings depend on."""
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor() or platform.machine())
+    return (f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"load average {os.getloadavg()[0]:.1f}")
+
+
+def peer_runs(args: argparse.Namespace, folder: Path) -> dict[str, list[dict[str, float]]]:
+    """Every tool's runs of the 1,000-request workload, `args.repeat` rounds, each round every tool once."""
+    peers = script("bench_peers")
+    peers.compare_peers().write_workloads(folder, {"r1000": (1000, peers.RATE, peers.PROMPT, peers.OUTPUT)})
+    specs = peers.tools(folder, "r1000", 1000, args, plots=True)
+    without = peers.tools(folder, "r1000", 1000, args, plots=False)
+    for peer, (mine, bare) in PAIRS.items():
+        specs[bare] = (*without[mine][:4], [*without[mine][4][:-1], f"{without[mine][4][-1]}-no-plots"])
+    runs: dict[str, list[dict[str, float]]] = {tool: [] for tool in specs}
+    for round_ in range(args.repeat):
+        for index, (tool, spec) in enumerate(specs.items()):
+            r = peers.run_tool(spec, folder / f"r1000.tool{index}.log")
+            runs[tool].append(r)
+            print(f"round {round_ + 1}/{args.repeat}  {tool:43s} {r['wall_s']:7.2f} s wall {r['cpu_s']:6.2f} s CPU  "
+                  f"loop {r['core_cpu_s']:6.3f} s CPU", flush=True)
+    return runs
+
+
+def peer_table(runs: dict[str, list[dict[str, float]]], host: str, repeat: int) -> tuple[str, dict[str, float]]:
+    """The Markdown of the runs (medians, CPU range) and peer ÷ ours of the median CPU by run of ours."""
+    median = {tool: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for tool, rs in runs.items()}
+    ratios = {mine: median[peer]["cpu_s"] / median[mine]["cpu_s"] for peer, pair in PAIRS.items() for mine in pair}
+    lines = [f"`python scripts/bench_sysmodel.py --peers --repeat {repeat} ...`: 1,000 requests, each tool a whole "
+             f"process, {repeat} rounds side by side on {host} (at the start). Medians; CPU is user + system of "
+             "the process and its children, its range over the rounds in brackets; the loop is the time inside "
+             "the event loop alone.", "",
+             "| tool | wall | CPU | loop CPU | peer ÷ ours, CPU | target |", "| --- | --- | --- | --- | --- | --- |"]
+    for tool, rs in runs.items():
+        m, cpus = median[tool], [r["cpu_s"] for r in rs]
+        ratio, verdict = "", ""
+        if tool in ratios:
+            ratio = f"{ratios[tool]:.1f}×"
+            verdict = f"≥ {TARGETS['peers']:g}×: {'met' if ratios[tool] >= TARGETS['peers'] else 'missed'}"
+        lines.append(f"| {tool} | {m['wall_s']:.1f} s | {m['cpu_s']:.2f} s ({min(cpus):.2f}–{max(cpus):.2f}) | "
+                     f"{m['core_cpu_s']:.2f} s | {ratio} | {verdict} |")
+    lines += ["", f"![CPU seconds per tool, 1,000 requests]({PEERS_PNG})"]
+    return "\n".join(lines), ratios
+
+
+def peer_plot(runs: dict[str, list[dict[str, float]]], path: Path) -> None:
+    """Each tool's CPU seconds, a bar at the median and a dot per round, grouped by deployment, with the peer's
+    CPU ÷ 5 (what ours must stay under) as a dashed line."""
+    from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no GUI backend involved
+
+    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
+    axes = figure.subplots()
+    labels, x = [], 0
+    for peer, pair in PAIRS.items():
+        start = x
+        for tool, label in ((peer, peer), (pair[0], "ours"), (pair[1], "ours, --no-plots")):
+            cpus = [r["cpu_s"] for r in runs[tool]]
+            axes.bar(x, statistics.median(cpus), color="tab:gray" if tool == peer else "tab:blue", width=0.7)
+            axes.plot([x] * len(cpus), cpus, "k.", markersize=4)
+            labels.append((x, label))
+            x += 1
+        bound = statistics.median(r["cpu_s"] for r in runs[peer]) / TARGETS["peers"]
+        axes.plot([start - 0.4, x - 0.6], [bound] * 2, "r--", linewidth=1)
+        axes.text(start + 1, -0.16, f"{peer}'s deployment", ha="center", transform=axes.get_xaxis_transform())
+        x += 0.6
+    axes.set_xticks([p for p, _ in labels], [label for _, label in labels], fontsize=8)
+    axes.set_ylabel("CPU seconds per process")
+    axes.set_title(f"1,000 requests, whole processes (red: peer ÷ {TARGETS['peers']:g})", fontsize=10)
+    figure.savefig(path, dpi=110)
+
+
+def peer_speed(args: argparse.Namespace) -> int:
+    """The 1,000-request comparison with the peers: the table into `args.doc`, the plot beside it."""
+    folder = args.folder.resolve() / "peers"
+    folder.mkdir(parents=True, exist_ok=True)
+    host = machine()
+    runs = peer_runs(args, folder)
+    text, ratios = peer_table(runs, host, args.repeat)
+    for mine, ratio in ratios.items():
+        print(f"peer ÷ {mine}: {ratio:.2f}× CPU (target ≥ {TARGETS['peers']:g}×)")
+    peer_plot(runs, args.doc.parent / PEERS_PNG)
+    script("bench_hardware_loop").write_table(args.doc, text, BEGIN, END)
+    print(f"table written to {args.doc}, plot to {args.doc.parent / PEERS_PNG}")
+    return 0
 
 
 def scale(args: argparse.Namespace) -> int:
@@ -123,23 +227,6 @@ def scale(args: argparse.Namespace) -> int:
                      f"{r['cpu_s'] / n * 1e3:.3f} ms | {'' if added != added else f'{added:.2f} kB'} | {target} |")
     if args.baseline:
         lines += baseline(args, folder, measured)
-    if args.peers:
-        lines += ["", "| 1,000 requests, whole processes | wall | CPU | peer ÷ ours (wall, CPU) |",
-                  "| --- | --- | --- | --- |"]
-        peers = bench_peers()
-        peers.compare_peers().write_workloads(folder, {"r1000": (1000, peers.RATE, peers.PROMPT, peers.OUTPUT)})
-        results = {tool: peers.run_tool(spec, folder / f"r1000.{tool.split(',')[0]}.log")
-                   for tool, spec in peers.tools(folder, "r1000", 1000, args, plots=True).items()}
-        for tool, r in results.items():
-            mine = {"DistServe": "ours, DistServe's deployment", "splitwise-sim": "ours, splitwise-sim's deployment"}
-            ratio = ""
-            if tool in mine:
-                a, b = r, results[mine[tool]]
-                ratio = (f"{a['wall_s'] / b['wall_s']:.1f}×, {a['cpu_s'] / b['cpu_s']:.1f}× (target ≥ "
-                         f"{TARGETS['peers']:g}×)")
-            print(f"{tool:33s} {r['wall_s']:8.2f} s wall {r['cpu_s']:8.2f} s CPU  {ratio}", flush=True)
-            lines.append(f"| {tool}{' (plots on)' if tool.startswith('ours') else ''} | {r['wall_s']:.1f} s | "
-                         f"{r['cpu_s']:.2f} s | {ratio} |")
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")
         print(f"table written to {args.out}")
@@ -160,23 +247,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="package layout: hbm, A, B, C or a layout file (docs/design/hbf.md)")
     parser.add_argument("--gpus", type=int, default=None, help="GPUs of the paper hardware (default: its 8)")
     parser.add_argument("--scale", type=int, nargs="+", metavar="N", help="the scale targets at N requests each")
-    parser.add_argument("--peers", action="store_true", help="with --scale: the 1,000-request peer comparison")
+    parser.add_argument("--peers", action="store_true", help="the 1,000-request comparison with the peers' speed")
+    parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "results" / "scale.md",
+                        help="with --peers: the page whose marked section gets the table")
     parser.add_argument("--baseline", type=Path, metavar="TREE",
                         help="with --scale: also run each size with this source tree (before) beside this one")
-    bench_peers().add_peer_arguments(parser, required=False)
+    script("bench_peers").add_peer_arguments(parser, required=False)
     parser.add_argument("--folder", type=Path, default=Path("build/bench_scale"), help="where runs write")
     parser.add_argument("--out", type=Path, help="with --scale: write the Markdown table here")
     args = parser.parse_args(argv)
-    if args.scale is not None:
-        if min(args.scale) < 1:
-            parser.error("--scale request counts must be >= 1")
-        missing = [flag for flag in ("distserve", "distserve_python", "splitwise", "splitwise_python")
-                   if getattr(args, flag) is None]
-        if args.peers and missing:
-            parser.error(f"--peers needs --{missing[0].replace('_', '-')}")
-        return scale(args)
-    if args.peers or args.baseline:
-        parser.error(f"--{'peers' if args.peers else 'baseline'} goes with --scale")
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
+    missing = [flag for flag in ("distserve", "distserve_python", "splitwise", "splitwise_python")
+               if getattr(args, flag) is None]
+    if args.peers and missing:
+        parser.error(f"--peers needs --{missing[0].replace('_', '-')}")
+    if args.scale is not None and min(args.scale) < 1:
+        parser.error("--scale request counts must be >= 1")
+    if args.baseline and args.scale is None:
+        parser.error("--baseline goes with --scale")
+    if args.scale is not None or args.peers:
+        status = scale(args) if args.scale is not None else 0
+        return status or (peer_speed(args) if args.peers else 0)
 
     start = time.perf_counter()
     table = verified.load()

@@ -775,8 +775,9 @@ MECHANISMS: dict[str, Mechanism | tuple[Mechanism, Mechanism]] = {
 
 
 def mechanism_of(claim: Claim) -> Mechanism | None:
-    """The `MECHANISMS` entry of `claim` for the side of the paper it falls on (None: it has none)."""
-    entry = MECHANISMS.get(claim.claim)
+    """The `MECHANISMS` entry of `claim` for the side of the paper it falls on (None: it has none); a Fig. 16 claim
+    under the other power source has the same mechanism as under the default."""
+    entry = MECHANISMS.get(claim.claim.removesuffix(POWER_LABEL["paper"]))
     return entry[claim.ours > claim.paper] if isinstance(entry, tuple) else entry
 
 

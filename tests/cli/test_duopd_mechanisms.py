@@ -65,3 +65,10 @@ def test_the_column_quotes_the_figure_rerun_under_the_claims_what_if(study, tmp_
 def test_a_claim_can_have_one_mechanism_below_the_paper_and_another_above(study) -> None:
     below, above = (study.mechanism_of(claim(study, ours, paper=1.39, text=QPS_PD31)) for ours in (0.5, 2.09))
     assert below.sensitivity == "allreduce-overlap" and above.sensitivity == "kv-capacity-2x"
+
+
+def test_a_fig16_claim_under_the_papers_power_has_the_mechanism_of_the_default_sources_claim(study) -> None:
+    share = "DuoPD decode energy as % of PD 1:1 decode energy (incl. KV transfer), mean over outputs"
+    default, paper = (study.mechanism_of(claim(study, 20.0, paper=32.4, text=share + label))
+                      for label in ("", " [paper PNM power]"))
+    assert default.sensitivity == paper.sensitivity == "power-source" and default.reason == paper.reason == 7

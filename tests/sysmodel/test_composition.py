@@ -93,12 +93,14 @@ def test_an_sm_partition_runs_quantized_kernels_on_its_share_of_the_sms(table, d
     assert half.cost(decode_work(16, 2048)).seconds >= whole.cost(decode_work(16, 2048)).seconds
 
 
-@pytest.mark.parametrize("weights, dequant", [("fp16", None), ("w4a16", "dqb")])
-def test_one_colocated_instance_with_weights_in_hbf_is_the_chunked_system(table, weights, dequant):
+@pytest.mark.parametrize("weights, dequant, placement", [("fp16", None, "kv-hbm"), ("w4a16", "dqb", "kv-hbm"),
+                                                       ("fp16", None, "kv-hbf")])
+def test_one_colocated_instance_with_weights_in_hbf_is_the_chunked_system(table, weights, dequant, placement):
     # colocated:1x8 with Sarathi's scheduler is chunked prefill on all eight GPUs: through layout C's HBF tier
-    # too, the two wirings give the same token times and the same flash traffic.
+    # too (with the KV cache there as well, read per the instance's own sequences), the two wirings give the same
+    # token times and the same flash traffic.
     def run(system):
-        return simulate(Cell(system, weights, dequant, None, "C", "kv-hbm").config(), table)
+        return simulate(Cell(system, weights, dequant, None, "C", placement).config(), table)
     chunked, colocated = run("chunked"), run("colocated:1x8")
     assert [r.token_times for r in colocated.requests] == [r.token_times for r in chunked.requests]
     assert colocated.summary["hbf"]["hbf_media_read_bytes"] == chunked.summary["hbf"]["hbf_media_read_bytes"] > 0

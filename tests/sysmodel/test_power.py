@@ -85,3 +85,61 @@ def test_duplexs_pnm_adds_its_tsv_power_and_its_arrays_lanes_under_either_source
     assert power.pnm_power("synthesized", duplex, path).watts == pytest.approx(
         64 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05 + tsv)
     assert power.pnm_power("paper", duplex, path).watts == pytest.approx(6.45 + tsv)
+
+
+def test_each_part_is_chosen_by_its_clock_and_parameters_among_others_of_the_same_block(tmp_path: Path) -> None:
+    # The same blocks at another clock, buffer size and vector width: each part must be picked by all of them.
+    others = [_entry("pnm_lane", {"width": 1024, "design_clock_hz": 2e9}, 0.5),
+              _entry("pnm_vector", {"width": 4}, 0.03),
+              _entry("pnm_buffer", {"total_bytes": 65536, "design_clock_hz": 2e9}, 0.6),
+              _entry("pnm_buffer", {"total_bytes": 32768, "design_clock_hz": 1e9}, 0.15),
+              _entry("pnm_controller", {"design_clock_hz": 2e9}, 0.04),
+              _entry("mmu", {"out_of_order": False, "design_clock_hz": 2e9}, 0.1),
+              _entry("mmu", {"out_of_order": True, "design_clock_hz": 1e9}, 0.07)]
+    path = _table(tmp_path, _pnm_entries() + others)
+    assert power.pnm_power_w(16, 1024, 128, 1e9, path) == pytest.approx(16 * 0.25 + 64 * 0.01 + 0.3 + 0.02 + 0.05)
+    assert power.pnm_power_w(16, 1024, 128, 2e9, path) == pytest.approx(16 * 0.5 + 64 * 0.01 + 0.6 + 0.04 + 0.1)
+
+
+def test_a_block_power_carries_every_figure_and_digest_of_its_entry(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    lane = power.block_power("pnm_lane", path, width=2)
+    assert lane == power.SynthesizedPower(
+        block="pnm_lane", params={"width": 2, "design_clock_hz": 1e9}, total_w=0.001, leakage_w=0.0001,
+        dynamic_w=0.001 * 0.9, toggle_rate=0.2, clock_hz=1e9, verilog_sha256="the Verilog of pnm_lane "
+        "{'width': 2, 'design_clock_hz': 1000000000.0}", rtl_digest=rtl_digest("rtl.pnm.lane"))
+
+
+def test_a_missing_or_ambiguous_entry_is_refused_in_one_line_naming_the_command(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    with pytest.raises(StaleTableError) as missing:
+        power.block_power("pnm_vector", path, width=8)
+    assert str(missing.value) == (f"{path}: no synthesized entries of pnm_vector with {{'width': 8}}; "
+                                  "run `basedie synth pnm_vector --param width=8`")
+    with pytest.raises(StaleTableError) as two:
+        power.block_power("dqb", path)
+    assert str(two.value) == f"{path}: 2 synthesized entries of dqb with any parameters; run `basedie synth dqb`"
+    with pytest.raises(StaleTableError) as both:
+        power.block_power("mmu", path, out_of_order=True, design_clock_hz=1e9)
+    assert str(both.value) == (f"{path}: no synthesized entries of mmu with {{'out_of_order': True, "
+                               "'design_clock_hz': 1000000000.0}; run `basedie synth mmu --param out_of_order=True "
+                               "--param design_clock_hz=1000000000.0`")
+
+
+def test_a_base_die_power_names_its_source_and_what_it_rests_on(tmp_path: Path) -> None:
+    path = _table(tmp_path, _pnm_entries())
+    duplex = DUPLEX_BANDWIDTH_COMPUTE.apply(PAPER_HARDWARE).pnm
+    tsv = {"hardware": "pnm.tsv_power_w", "watts": pytest.approx(100.48 - 41.6)}
+    paper = power.pnm_power("paper", PAPER_PNM, path)
+    assert paper.as_dict() == {"watts": 6.45, "source": "paper",
+                               "provenance": [{"hardware": "pnm.power_w", "paper": "DuoPD §6.7"}]}
+    assert power.pnm_power("paper", duplex, path).provenance == (
+        {"hardware": "pnm.power_w", "paper": "DuoPD §6.7"}, tsv)
+    synthesized = power.pnm_power("synthesized", duplex, path)
+    assert synthesized.source == "synthesized" and synthesized.provenance[-1] == tsv
+    assert [p["block"] for p in synthesized.provenance[:-1]] == ["pnm_lane", "pnm_vector", "pnm_buffer",
+                                                                 "pnm_controller", "mmu"]
+    assert power.dqb_power("paper", path).as_dict() == {"watts": 0.355, "source": "paper",
+                                                        "provenance": [{"paper": "StreamDQ Table 5"}]}
+    dqb = power.dqb_power("synthesized", path)
+    assert dqb.source == "synthesized" and [(p["block"], p["count"]) for p in dqb.provenance] == [("dqb", 16)]

@@ -53,3 +53,23 @@ def test_hardware_presets_match_their_datasheet_totals(name, capacity_gb, bandwi
 def test_unknown_hardware_lists_the_presets() -> None:
     with pytest.raises(ConfigError, match="unknown hardware 'tpu'.*h100-sxm5-80gb"):
         resolve_hardware("tpu")
+
+
+@pytest.mark.parametrize("name,link_gb_s,nvls,hop_us,network_gb_s,stack", [
+    # One direction: half the bidirectional NVLink/PCIe total; InfiniBand HDR 200 Gb/s = 25 GB/s, NDR 50 GB/s.
+    ("a100-sxm4-80gb", 300, False, 0.6, 25, "HBM2e stack"), ("a100-pcie-40gb", 32, False, 1.0, 25, None),
+    ("h100-sxm5-80gb", 450, True, 0.6, 50, "HBM3 stack"), ("h200", 450, True, 0.6, 50, "HBM3e stack"),
+    ("b200", 900, True, 0.6, 50, "HBM3e stack"),
+])
+def test_hardware_presets_links_networks_and_the_papers_per_stack_figures(name, link_gb_s, nvls, hop_us,
+                                                                         network_gb_s, stack) -> None:
+    hw = resolve_hardware(name)
+    link, network = hw.link, hw.network
+    assert (link.bandwidth, link.nvls, link.hop_latency_s) == pytest.approx((link_gb_s * 1e9, nvls, hop_us * 1e-6))
+    assert (network.bandwidth, network.nvls, network.hop_latency_s) == pytest.approx((network_gb_s * 1e9, False,
+                                                                                      2.7e-6))
+    # No per-SKU figures: the paper's NVLink 8 pJ/bit on every link, HBM4's 42 ns and 41.6 W / 2 TB/s per stack.
+    assert link.energy_per_bit == network.energy_per_bit == 8e-12
+    if stack is not None:
+        assert hw.gpu.stack.name == stack
+        assert hw.gpu.stack.latency_s == 42e-9 and hw.gpu.stack.energy_per_byte == pytest.approx(20.8e-12)

@@ -9,7 +9,7 @@ from sysmodel.arrivals import GammaArrivals, Lengths
 from sysmodel.errors import ConfigError
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.traces import Trace
-from sysmodel.workload import PoissonArrivals
+from sysmodel.workload import FixedBatch, PoissonArrivals
 
 
 def test_csv_trace_in_vidur_and_azure_column_names(tmp_path) -> None:
@@ -70,7 +70,6 @@ def test_named_systems_and_their_option_forms_are_the_same_system() -> None:
 def test_schedulers_differ_as_designed() -> None:
     # 8 prompts at once on one TP8 instance with a 4,096-token budget: vLLM runs whole prompts two at a time and
     # no decoding meanwhile; Orca runs the same prompt batches but decodes alongside; Sarathi splits prompts.
-    from sysmodel.workload import FixedBatch
     workload = FixedBatch(8, 2048, 16)
     runs = {s: simulate(SimulationConfig(system=f"colocated:1x8:{s}", model="llama2-70b", workload=workload,
                                          chunk_tokens=4096))
@@ -150,3 +149,13 @@ def test_default_folders_of_runs_that_differ_in_hardware_or_performance_model_di
     for extra in ([], ["--hardware", "h100-sxm5-80gb"], ["--hardware", "h100-sxm5-80gb", "--perf-model", "measured"]):
         assert run([*base, *extra], capsys)[0] == 0
     assert len(list((tmp_path / "build" / "simulate").iterdir())) == 3
+
+
+@pytest.mark.parametrize("scheduler, iterations", [("sarathi", 8), ("orca", 1), ("vllm", 1)])
+def test_whole_prompt_schedulers_prefill_a_long_prompt_in_one_iteration(scheduler, iterations) -> None:
+    # A 4,096-token prompt with a 512-token budget: eight chunks, or one whole-prompt iteration (a prompt longer
+    # than the budget runs alone). At 1 s of host time per iteration, the first token comes after that many seconds
+    # plus the iterations' compute (well under a second for LLaMA2-70B on 8 GPUs).
+    result = simulate(SimulationConfig(system=f"colocated:1x8:{scheduler}", model="LLaMA2-70B",
+                                       workload=FixedBatch(1, 4096, 2), chunk_tokens=512, iteration_overhead_s=1.0))
+    assert iterations <= result.summary["ttft_s"]["p50"] < iterations + 1

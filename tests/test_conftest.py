@@ -1,7 +1,6 @@
 """tests/conftest.py: the order tests are dealt to workers in, the CPU seconds recorded for each test, and the
 compiler cache the Verilator builds use."""
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -33,15 +32,15 @@ def test_cpu_seconds_count_the_children_the_test_waited_for() -> None:
     assert conftest.cpu_seconds() - before >= 0.3
 
 
-def test_verilator_builds_compile_through_the_objcache_unless_another_cache_is_named(monkeypatch) -> None:
+def test_verilator_builds_compile_through_ccache_unless_another_cache_is_named(monkeypatch) -> None:
     from tb.runner import BUILD_ROOT
 
     monkeypatch.delenv("OBJCACHE", raising=False)
-    monkeypatch.delenv("BASEDIE_OBJCACHE", raising=False)
+    monkeypatch.delenv("CCACHE_DIR", raising=False)
     conftest.pytest_configure(None)
-    script = Path(conftest.__file__).with_name("objcache.py")
-    assert shlex.split(os.environ["OBJCACHE"]) == [sys.executable, str(script)]
-    assert os.environ["BASEDIE_OBJCACHE"] == str(BUILD_ROOT / "objcache")
-    monkeypatch.setenv("OBJCACHE", "ccache")
+    assert Path(os.environ["OBJCACHE"]).name == "ccache"
+    assert os.environ["CCACHE_DIR"] == str(BUILD_ROOT / "ccache")
+    monkeypatch.setenv("OBJCACHE", "distcc")
+    monkeypatch.setenv("CCACHE_DIR", "/elsewhere")
     conftest.pytest_configure(None)
-    assert os.environ["OBJCACHE"] == "ccache"
+    assert (os.environ["OBJCACHE"], os.environ["CCACHE_DIR"]) == ("distcc", "/elsewhere")

@@ -112,7 +112,29 @@ def _parser() -> argparse.ArgumentParser:
     _add_sweep(commands)
     _add_synth(commands)
     _add_prove(commands)
+    _add_study(commands)
     return parser
+
+
+def _add_study(commands) -> None:
+    from basedie.studies import STUDIES
+
+    study = commands.add_parser(
+        "study", help="run a study: a paper's results (or the composed base die's) beside the paper's claims",
+        description="Run one study; the options after its name are its own (`basedie study NAME --help`). "
+                    + "; ".join(f"{name}: {STUDIES.help(name)}" for name in STUDIES) + ".")
+    study.add_argument("name", choices=list(STUDIES), metavar="NAME", help=", ".join(STUDIES))
+    study.add_argument("options", nargs=argparse.REMAINDER, help="the study's own options")
+    study.set_defaults(run=_study)
+
+
+def _study(args) -> int:
+    import importlib
+
+    from basedie.studies import STUDIES
+
+    importlib.import_module(STUDIES[args.name]).main(args.options)
+    return 0
 
 
 def _add_sweep(commands) -> None:

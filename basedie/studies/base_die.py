@@ -1,7 +1,7 @@
 """The composed base-die study (issue 31, item 4): PD on GPUs, DuoPD, StreamDQ's DQBs and HBF layout C, alone and
 composed, on the same requests.
 
-    python scripts/base_die_study.py [--out DIR] [--quick] [--slo-ms X] [--doc PATH]
+    basedie study base-die [--out DIR] [--quick] [--slo-ms X] [--doc PATH]
 
 Per model and row: TPOT and TTFT p50 and energy per output token at a common load (the PNMs' and DQBs' power from
 the synthesis table, the default, and from the papers, `--power-source paper`), the HBF media bytes read, and
@@ -13,30 +13,28 @@ sweeps it.
 """
 import argparse
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
-sys.path.insert(0, str(Path(__file__).parent))
-from duopd_study import cell, write_csv  # noqa: E402  (the DuoPD study's table helpers)
-
-from basedie import verified  # noqa: E402
-from sysmodel.errors import ConfigError  # noqa: E402
-from sysmodel.hbf.layout import resolve_layout  # noqa: E402
-from sysmodel.hbf.media import PAGE_BYTES  # noqa: E402
-from sysmodel.quantized import Quantization  # noqa: E402
-from sysmodel.servers import KVDoesNotFit  # noqa: E402
-from sysmodel.simulate import SimulationConfig, simulate  # noqa: E402
-from sysmodel.workload import FixedBatch, PoissonArrivals  # noqa: E402
+from basedie import verified
+from basedie.studies.tables import cell, write_csv
+from basedie.verified import project_root
+from sysmodel.errors import ConfigError
+from sysmodel.hbf.layout import resolve_layout
+from sysmodel.hbf.media import PAGE_BYTES
+from sysmodel.quantized import Quantization
+from sysmodel.servers import KVDoesNotFit
+from sysmodel.simulate import SimulationConfig, simulate
+from sysmodel.workload import FixedBatch, PoissonArrivals
 
 W4A16_DQB = Quantization("w4a16", 128, "dqb", None)
 # Layout C with the KV cache and a shared prefix in HBF as well (no HBM region for them: read from flash every step).
 C_KV = "examples/layouts/C-kv.toml"
 PREFIX_TOKENS = 1024          # the shared prefix of the prefix row: half of every prompt
 C_KV_DQB = {"system": "duopd", "quantization": W4A16_DQB,
-            "memory": resolve_layout(str(Path(__file__).resolve().parents[1] / C_KV))}
+            "memory": resolve_layout(str(project_root() / C_KV))}
 # (row name, the `basedie simulate` flags it stands for, SimulationConfig fields). `duopd --memory C` (FP16 weights
 # in HBF) is the reference that shows what the DQB's smaller weights do to the flash traffic.
 ROWS = (("pd-1:1", "--system pd-1:1", {"system": "pd-1:1"}),
@@ -212,7 +210,7 @@ KV_FINDING = ("- **The KV cache and a shared prefix in HBF** (the `+kv` rows, on
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="basedie study base-die", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/study/base_die"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="LLaMA2-70B only, fewer requests and rates")
     parser.add_argument("--slo-ms", type=float, default=SLO_MS, help="TPOT p99 SLO in ms (default 40: MLPerf's interactive Llama-2-70B)")
@@ -226,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out / "rows.csv", runs)
     write_csv(args.out / "headline.csv", headline)
     plot(args.out / "tpot.png", headline)
-    command = "python scripts/base_die_study.py" + " --quick" * args.quick + (
+    command = "basedie study base-die" + " --quick" * args.quick + (
         f" --slo-ms {args.slo_ms:g}" if args.slo_ms != SLO_MS else "") + (f" --doc {args.doc}" if args.doc else "")
     text = markdown(headline, scale, args.slo_ms, command)
     (args.out / "headline.md").write_text(f"# Base-die study{' (quick mode)' * args.quick}\n\n{text}")
@@ -237,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
 
 DOC = """# The composed base-die study
 
-`scripts/base_die_study.py` runs the base die's pieces alone and composed on the same requests: PD 1:1 on GPUs,
+`basedie/studies/base_die.py` runs the base die's pieces alone and composed on the same requests: PD 1:1 on GPUs,
 DuoPD (decode on the base die's PNM lanes), DuoPD with W4A16 weights dequantized by StreamDQ's DQBs, the same
 with the weights stored in HBF (layout C), then with the KV cache in HBF too (`examples/layouts/C-kv.toml`: the
 PNMs read every decode step's context from flash through the base die, no HBM region for KV), then with half of

@@ -1,9 +1,9 @@
 """Regenerate the DuoPD paper's studies (§4.3 Fig. 9, §6.2–6.7 Figs. 11, 12, 13, 14, 15, 16) with `sysmodel`, and
 put our figure next to the paper's for every headline claim.
 
-    python scripts/duopd_study.py [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
+    basedie study duopd [--out DIR] [--quick] [--only fig11,fig12,...] [--scheduler tcp://HOST:PORT]
                                   [--workers N] [--perf-model M] [--allreduce M] [--allreduce-overlap]
-    python scripts/duopd_study.py --side-by-side DIR1 DIR2 ...   # finished studies' headlines as one table
+    basedie study duopd --side-by-side DIR1 DIR2 ...   # finished studies' headlines as one table
 
 Per figure: `<fig>.csv` (one row per simulation: its parameters, `status` = "ok" or why it is impossible, the
 metrics used) and `<fig>.png`; then `headline.csv` and `headline.md` (claim, paper value, ours, deviation, the
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure  # the object API renders PNGs with Agg, no GUI backend involved
 
+from basedie.studies.tables import TOLERANCE, Claim, cell, write_csv
 from basedie.sweep import Cluster, compute, simulate_configs
 from sysmodel.metrics import qps_at_ttft_multiple, time_between_tokens
 from sysmodel.errors import ConfigError
@@ -109,35 +110,6 @@ class Run:
         return self.result.summary if self.result else {}
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One headline claim: the paper's value, ours, and where ours comes from. `kind` says how they compare:
-    "ratio" (ours / paper) or "points" (ours − paper, both in %)."""
-    figure: str
-    claim: str
-    paper: float
-    ours: float
-    kind: str
-    simulation: str
-    relation: str = "="      # how the paper states it: "=", "<" (at most), ">" (more than), "≈" (comparable)
-    mechanism: str = ""      # why ours differs, with the sensitivity run that shows it (`explain`)
-
-    @property
-    def deviation(self) -> float:
-        return self.ours / self.paper if self.kind == "ratio" else self.ours - self.paper
-
-    @property
-    def agrees(self) -> bool:
-        """Ours meets the paper's bound ("<", ">"), or is within `TOLERANCE` of its value ("=", "≈")."""
-        if self.relation == "<":
-            return self.ours < self.paper
-        if self.relation == ">":
-            return self.ours > self.paper
-        return abs(self.ours / self.paper - 1) <= TOLERANCE
-
-
-# A claim agrees with the paper when ours is within this fraction of the paper's value (issue 34).
-TOLERANCE = 0.20
 RUNS: dict[SimulationConfig, Run] = {}    # every simulation once (figures share some runs)
 CLIENT = []                               # the Dask client main() runs the grids on (none: this process)
 # How a GPU operator is priced in every run (`--perf-model`; `sysmodel.perf`), and its all-reduces
@@ -190,15 +162,6 @@ def row(run: Run, **metrics: float | str) -> dict:
             "input_len": workload.input_len, "output_len": workload.output_len,
             "qps": getattr(workload, "qps", math.nan), "status": "ok" if run.result else f"impossible: {run.error}",
             **metrics}
-
-
-def write_csv(path: Path, rows: Sequence[dict]) -> None:
-    """Columns are the union of the rows' keys (a figure's parts may use different metrics); gaps stay empty."""
-    fields = list(dict.fromkeys(key for r in rows for key in r))
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def geomean(values: Iterable[float]) -> float:
@@ -817,11 +780,6 @@ def deviation_text(claim: Claim) -> str:
     return f"{claim.deviation:.2f}x" if claim.kind == "ratio" else f"{claim.deviation:+.1f} pt"
 
 
-def cell(text: str) -> str:
-    """Text safe inside a markdown table cell."""
-    return text.replace("|", "\\|")
-
-
 def write_headline(out: Path, claims: Sequence[Claim], quick: bool) -> str:
     """headline.csv and headline.md; returns the markdown."""
     write_csv(out / "headline.csv", [
@@ -865,7 +823,7 @@ def side_by_side(folders: Sequence[Path]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="basedie study duopd", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/study/duopd"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {','.join(FIGURES)}")

@@ -1,6 +1,6 @@
 """Write docs/results/fidelity-studies.md from the headline tables of full runs of the StreamDQ and HBF studies.
 
-    python scripts/streamdq_study.py && python scripts/hbf_study.py && python scripts/fidelity_tables.py
+    basedie study streamdq && basedie study hbf && basedie study fidelity
 
 Reads `build/study/streamdq/headline.md` and `build/study/hbf/headline.md` (the studies' default output
 folders); refuses a quick run's tables (their points are too few to stand for the paper's figures).
@@ -8,7 +8,9 @@ folders); refuses a quick run's tables (their points are too few to stand for th
 import argparse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from basedie.verified import project_root
+
+ROOT = project_root()
 
 INTRO = """# StreamDQ and HBF against their papers
 
@@ -20,7 +22,7 @@ no headline.
 
 Regenerate this page (about 3 minutes on 2 cores):
 
-    python scripts/streamdq_study.py && python scripts/hbf_study.py && python scripts/fidelity_tables.py
+    basedie study streamdq && basedie study hbf && basedie study fidelity
 
 ## The StreamDQ study's GPU kernels: roofline or measured
 
@@ -72,7 +74,7 @@ def table(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="basedie study fidelity", description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=Path, default=ROOT / "build" / "study", help="the studies' output folder")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "fidelity-studies.md",
                         help="the page written")

@@ -1,6 +1,6 @@
 """Regenerate the HBFSim study (issue 14, items 1-7) with `sysmodel`, our figures beside the seed's.
 
-    python scripts/hbf_study.py [--out DIR] [--quick]
+    basedie study hbf [--out DIR] [--quick]
 
 Writes `item<N>.csv` and `item<N>.png` per item and `headline.md` + `headline.csv` (ours / seed / deviation and why) to
 build/study/hbf/. HBFSim runs one GPU: every simulation of items 1-7 is `chunked` on one GPU (`--hw gpus=1`, as the `gpu`
@@ -535,7 +535,7 @@ def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="basedie study hbf", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build") / "study" / "hbf", help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points and requests (a smoke run)")
     args = parser.parse_args(argv)

@@ -1,20 +1,18 @@
 """How much of the DuoPD Fig. 15 deviation the unbatched prefill explains: the Fig. 15 runs of
-`scripts/duopd_study.py` (the same workload, systems and utilization figures) at several prefill token budgets
+`basedie/studies/duopd.py` (the same workload, systems and utilization figures) at several prefill token budgets
 (`--chunk-tokens` on duopd and pd-1:1; none = one prompt per iteration, the default).
 
-    python scripts/prefill_batching_fig15.py [--budgets none,65536,1000000] [--out prefill_batching_fig15.csv]
+    basedie study prefill-batching [--budgets none,65536,1000000] [--out prefill_batching_fig15.csv]
 """
 import argparse
 import csv
-import sys
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import duopd_study as study  # noqa: E402  (a script beside this one, not a package)
+from basedie.studies import duopd as study
 
-from sysmodel.config import SimulationConfig  # noqa: E402
+from sysmodel.config import SimulationConfig
 
 COLUMNS = ("model", "prefill_budget", "duopd_decode_batch", "pd_decode_batch", "duopd_gpu_compute",
            "pd_prefill_compute", "pd_decode_compute", "compute_ratio_duopd_over_pd_decode")
@@ -32,12 +30,12 @@ def measure(model: str, budget: int | None) -> dict:
             "pd_decode_compute": decode, "compute_ratio_duopd_over_pd_decode": gpu / decode}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="basedie study prefill-batching", description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", default="none,65536,1000000", help="comma-separated token budgets (none: one "
                                                                          "prompt per iteration)")
     parser.add_argument("--out", type=Path, default=Path("prefill_batching_fig15.csv"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     budgets = [None if b == "none" else int(b) for b in args.budgets.split(",")]
     rows = [measure(model, budget) for model, budget in product(study.MODELS, budgets)]
     with args.out.open("w", newline="") as f:

@@ -1,7 +1,7 @@
 """Regenerate StreamDQ's evaluation (paper 002 §1 Fig. 1, §6.3 Fig. 16, §6.4 Figs. 17-18) with `sysmodel`, and put
 our figure next to the paper's for every headline claim.
 
-    python scripts/streamdq_study.py [--out DIR] [--quick] [--table PATH]
+    basedie study streamdq [--out DIR] [--quick] [--table PATH]
 
 Per figure: `<fig>.csv` (one row per point: parameters, time, energy, what binds) and `<fig>.png`; then
 `headline.csv` and `headline.md`. The DQB path is shown under both link assumptions the paper leaves open:
@@ -14,7 +14,6 @@ Table 5's 0.355 W.
 """
 import argparse
 import math
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,21 +21,19 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-sys.path.insert(0, str(Path(__file__).parent))
-from duopd_study import Claim, cell, write_csv  # noqa: E402  (the DuoPD study's table helpers)
-
-from basedie import verified  # noqa: E402
-from sysmodel.hardware import A100_PCIE_40GB  # noqa: E402
-from sysmodel.presets import PRESETS  # noqa: E402
-from sysmodel.llm import resolve_model  # noqa: E402
-from sysmodel.operators import Shard, decode_work, prefill_work  # noqa: E402
-from sysmodel.power import POWER_SOURCES, dqb_power  # noqa: E402
-from sysmodel import quantized_measured as measured  # noqa: E402
-from sysmodel.errors import ConfigError  # noqa: E402
-from sysmodel.quantized import GemmCost, GemmModel, Quantization, overtakes_from  # noqa: E402
-from sysmodel.quantized_execution import QuantizedGPUExecution  # noqa: E402
-from sysmodel.simulate import SimulationConfig, simulate  # noqa: E402
-from sysmodel.workload import FixedBatch  # noqa: E402
+from basedie import verified
+from basedie.studies.tables import Claim, cell, write_csv
+from sysmodel.hardware import A100_PCIE_40GB
+from sysmodel.presets import PRESETS
+from sysmodel.llm import resolve_model
+from sysmodel.operators import Shard, decode_work, prefill_work
+from sysmodel.power import POWER_SOURCES, dqb_power
+from sysmodel import quantized_measured as measured
+from sysmodel.errors import ConfigError
+from sysmodel.quantized import GemmCost, GemmModel, Quantization, overtakes_from
+from sysmodel.quantized_execution import QuantizedGPUExecution
+from sysmodel.simulate import SimulationConfig, simulate
+from sysmodel.workload import FixedBatch
 
 K = N = 4096                                   # Fig. 16's GEMM (§6.3)
 GROUP = 128
@@ -531,7 +528,7 @@ def write_headline(out: Path, claims: list[Claim], quick: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="basedie study streamdq", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/study/streamdq"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
     parser.add_argument("--table", type=Path, default=verified.TABLE_PATH, help="the verified-figures table")

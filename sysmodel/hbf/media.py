@@ -1,7 +1,7 @@
 """The HBF stack: organisation and timing after OCP HBF v0.7, each number with an evidence mark.
 
 Marks: `standard` (OCP HBF v0.7 as summarised in the HBFSim paper and issue 14), `paper` (the HBFSim paper,
-arXiv 2609.09800), `assumption` (no public figure; swept in scripts/hbf_study.py). The provenance table in
+arXiv 2609.09800), `assumption` (no public figure; swept in basedie/studies/hbf.py). The provenance table in
 docs/design/hbf.md lists `PROVENANCE` row for row (a test checks it), so the code and the documentation agree.
 """
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """Pinned study results: a study's headline table checked in as expected values with tolerances.
 
-Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`: a script under the
-repository root and its arguments, run in this Python process; `{out}` is a fresh folder), the CSV (`table`), the
+Each `tests/sysmodel/pinned/<name>.json` names the command that produces a CSV (`command`: a study's name and its
+arguments, as `basedie study` takes them, run in this Python process; `{out}` is a fresh folder), the CSV (`table`), the
 column whose value identifies a row (`key`), and per row the expected value of every pinned column (`expected`).
 Numeric columns (`numbers`) may move by `rel_tol` (relative) or `abs_tol`; text columns (`texts`) must match
 exactly. A study pins its results by adding one such file; `tests/sysmodel/test_pinned_results.py` runs every file
@@ -13,7 +13,7 @@ message saying why:
     python tests/sysmodel/pinned.py tests/sysmodel/pinned/<name>.json   # rewrite the expected values from a fresh run
 """
 import csv
-import importlib.util
+import importlib
 import io
 import json
 import math
@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from basedie.studies import STUDIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = Path(__file__).resolve().parent / "pinned"
@@ -46,16 +48,13 @@ def xdist_group(name: str) -> pytest.MarkDecorator:
 
 @cache
 def run(command: tuple[str, ...]) -> tuple[Path, str]:
-    """Run a study command (a script under the repository root and its arguments) once per test process, in
-    this process: (its output folder, what it printed)."""
+    """Run a study command (a study's name and its arguments) once per test process, in this process: (its output
+    folder, what it printed)."""
     out = Path(tempfile.mkdtemp(prefix="pinned-"))
-    script, *argv = (part.replace("{out}", str(out)) for part in command)
-    spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    study, *argv = (part.replace("{out}", str(out)) for part in command)
     printed = io.StringIO()
     with redirect_stdout(printed):
-        module.main(argv)
+        importlib.import_module(STUDIES.lookup(study)).main(argv)
     return out, printed.getvalue()
 
 

@@ -1,10 +1,10 @@
 """The composed base-die study in quick mode: every row runs with finite figures, and the composition's
 mechanisms show in them (4-bit weights in HBF read fewer flash bytes, layouts without HBF read none)."""
 import csv
-import importlib.util
 import math
 import pytest
 
+from basedie.studies import base_die
 from tests.sysmodel import pinned
 
 pytestmark = [pinned.xdist_group("base_die_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
@@ -68,16 +68,9 @@ def test_the_kv_cache_in_hbf_is_read_from_flash_every_decode_step(rows) -> None:
 
 def test_a_bad_slo_is_refused_and_writes_nothing(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
-        _load().main(["--quick", "--slo-ms", "-1", "--out", str(tmp_path / "out")])
+        base_die.main(["--quick", "--slo-ms", "-1", "--out", str(tmp_path / "out")])
     assert exit_.value.code == 2 and not (tmp_path / "out").exists()
     assert "--slo-ms" in capsys.readouterr().err
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("base_die_study", pinned.ROOT / "scripts" / "base_die_study.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_papers_power_changes_only_the_rows_with_pnms_or_dqbs(rows) -> None:

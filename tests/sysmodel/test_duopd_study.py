@@ -1,8 +1,7 @@
-"""The DuoPD study script in quick mode: its files exist, the paper's values are carried over as stated, the sweeps
+"""The DuoPD study (`basedie study duopd`) in quick mode: its files exist, the paper's values are carried over as stated, the sweeps
 cover their grids, queueing and utilization behave. Its results themselves are pinned
 (`tests/sysmodel/pinned/duopd_headline.json`, checked by `test_pinned_results.py` on the same run)."""
 import csv
-import importlib.util
 import math
 import re
 from itertools import product
@@ -10,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from basedie.studies import duopd
 from tests.sysmodel import pinned
 
 pytestmark = [pinned.xdist_group("duopd_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
-SCRIPT = Path(__file__).parents[2] / "scripts" / "duopd_study.py"
 FIGURES = ("fig11", "fig12", "fig9", "fig13", "fig14", "fig15", "fig16")
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("duopd_study", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
 
 
 def read(path: Path) -> list[dict]:
@@ -33,7 +25,7 @@ def read(path: Path) -> list[dict]:
 def study():
     """The quick run the pinned results come from: (module, output folder, what it printed)."""
     out, printed = pinned.run(pinned.command("duopd_headline"))
-    return load_script(), out, printed
+    return duopd, out, printed
 
 
 def test_every_figure_writes_a_csv_and_a_png(study) -> None:
@@ -157,7 +149,7 @@ def test_fig16_the_power_source_moves_only_the_pnms_decode_energy(study) -> None
 
 
 def test_impossible_configurations_are_recorded_not_dropped(tmp_path, monkeypatch, capsys) -> None:
-    script = load_script()
+    script = duopd
     monkeypatch.setattr(script, "FIG16_INPUT", 10**6)   # a million-token GPT3-175B KV cache fits nowhere
     script.main(["--only", "fig16", "--workers", "0", "--out", str(tmp_path)])
     rows = read(tmp_path / "fig16.csv")
@@ -169,4 +161,4 @@ def test_impossible_configurations_are_recorded_not_dropped(tmp_path, monkeypatc
 
 def test_only_rejects_an_unknown_figure(tmp_path) -> None:
     with pytest.raises(SystemExit):
-        load_script().main(["--only", "fig99", "--out", str(tmp_path)])
+        duopd.main(["--only", "fig99", "--out", str(tmp_path)])

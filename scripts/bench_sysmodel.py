@@ -66,7 +66,8 @@ def simulate_process(requests: int, out: Path, tree: Path | None = None) -> dict
         [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
+    # -P: `python -c` would put the working directory ahead of PYTHONPATH, and run the tree it is started in
+    done = subprocess.run([sys.executable, "-P", "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
                            "--qps", "4", "--requests", str(requests), "--no-plots", "--out", str(out)],
                           capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start

@@ -9,8 +9,8 @@
 `--scale N...`: the production-scale targets (docs/results/scale.md). Each N runs `basedie simulate --system duopd --model
 LLaMA2-70B --qps 4 --requests N --no-plots` as its own process and reports its wall and CPU seconds, its peak RSS
 and both per request; with `--baseline TREE`, each N also runs with another source tree (e.g. a checkout of the
-commit before a change) beside this one: CPU and memory before and after, and whether the outputs are
-byte-identical. Writes the Markdown tables to `--out`.
+commit before a change) right after this one's run of N: CPU and memory before and after, and whether the outputs
+are byte-identical. Writes the Markdown tables to `--out`.
 
 `--peers`: the 1,000-request workload of `scripts/bench_peers.py`, each tool as a whole process, `--repeat` rounds
 side by side (each round runs every tool once): DistServe's simulator and splitwise-sim beside ours on their
@@ -66,7 +66,8 @@ def simulate_process(requests: int, out: Path, tree: Path | None = None) -> dict
         [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
+    # -P: `python -c` would put the working directory ahead of PYTHONPATH, and run the tree it is started in
+    done = subprocess.run([sys.executable, "-P", "-c", PEAK, "simulate", "--system", "duopd", "--model", "LLaMA2-70B",
                            "--qps", "4", "--requests", str(requests), "--no-plots", "--out", str(out)],
                           capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
@@ -79,14 +80,14 @@ def simulate_process(requests: int, out: Path, tree: Path | None = None) -> dict
             "peak_rss_mb": int(peaks[-1].split()[1]) / 1024}
 
 
-def baseline(args: argparse.Namespace, folder: Path, after: dict[int, dict[str, float]]) -> list[str]:
-    """Before (`args.baseline`, another source tree) beside after (this tree's runs, `after` by size): CPU and peak
-    RSS ratios, and whether the outputs are byte-identical."""
+def baseline(folder: Path, before: dict[int, dict[str, float]], after: dict[int, dict[str, float]]) -> list[str]:
+    """Before (the `--baseline` tree's runs) beside after (this tree's), by size: CPU and peak RSS ratios, and
+    whether the outputs are byte-identical."""
     lines = ["", "| requests | CPU before | CPU after | before ÷ after | peak RSS before | peak RSS after | outputs |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     print(f"{'requests':>9} {'CPU before':>10} {'CPU after':>9} {'ratio':>6} {'MB before':>9} {'MB after':>8}  outputs")
     for n, new in after.items():
-        old = simulate_process(n, folder / f"before-{n}", args.baseline)
+        old = before[n]
         same = all(filecmp.cmp(folder / f"before-{n}" / name, folder / f"duopd-{n}" / name, shallow=False)
                    for name in ("summary.json", "requests.csv", "servers.csv"))
         verdict = "byte-identical" if same else "DIFFER"
@@ -215,9 +216,11 @@ def scale(args: argparse.Namespace) -> int:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     print(f"{'requests':>9} {'wall s':>8} {'CPU s':>8} {'peak MB':>8} {'CPU ms/req':>10} {'added kB/req':>12}  target")
     previous = None     # (requests, peak MB) of the size before: memory per request beyond the process's base
-    measured = {}
+    measured, before = {}, {}
     for n in sorted(args.scale):
         r = measured[n] = simulate_process(n, folder / f"duopd-{n}")
+        if args.baseline:       # right after, so that both runs of a size see about the same load
+            before[n] = simulate_process(n, folder / f"before-{n}", args.baseline)
         target = verdict(n, r)
         added = (r["peak_rss_mb"] - previous[1]) * 1024 / (n - previous[0]) if previous else float("nan")
         previous = n, r["peak_rss_mb"]
@@ -226,7 +229,7 @@ def scale(args: argparse.Namespace) -> int:
         lines.append(f"| {n:,} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {r['peak_rss_mb']:.0f} MB | "
                      f"{r['cpu_s'] / n * 1e3:.3f} ms | {'' if added != added else f'{added:.2f} kB'} | {target} |")
     if args.baseline:
-        lines += baseline(args, folder, measured)
+        lines += baseline(folder, before, measured)
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")
         print(f"table written to {args.out}")

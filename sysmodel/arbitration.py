@@ -66,10 +66,6 @@ def _axis(values: tuple[float, ...]) -> np.ndarray:
     return np.asarray(values)
 
 
-def _at_loads(compute, source: str, gpu, pnm):
-    return compute(source, {"gpu": gpu, "pnm": pnm})
-
-
 def _clip01(value):
     return np.minimum(np.maximum(value, 0.0), 1.0) if isinstance(value, np.ndarray) else min(max(float(value), 0.0), 1.0)
 
@@ -138,32 +134,32 @@ class MMUArbitration:
         return Memo()
 
     def _scalar(self, what: str, source: str, offered: Mapping[str, float | np.ndarray], compute):
-        """`compute(source, offered)`, memoised when both loads are scalars. A block's loads that are the same at
-        every iteration (a memory-bound operator offers 1.0 throughout) are looked up once and broadcast: the
-        array arithmetic is elementwise the scalar one, so every element is what the array would have given."""
+        """`compute(source, gpu load, pnm load)`, memoised when both loads are scalars. A block's loads that are the
+        same at every iteration (a memory-bound operator offers 1.0 throughout) are looked up once and broadcast:
+        the array arithmetic is elementwise the scalar one, so every element is what the array would have given."""
         gpu, pnm = offered.get("gpu", 0.0), offered.get("pnm", 0.0)
         if not isinstance(gpu, np.ndarray) and not isinstance(pnm, np.ndarray):
-            return self._memo((what, source, gpu, pnm), _at_loads, compute, source, gpu, pnm)
+            return self._memo((what, source, gpu, pnm), compute, source, gpu, pnm)
         blocks = [v for v in (gpu, pnm) if isinstance(v, np.ndarray)]
         if not all(v.size and v.min() == v.max() for v in blocks):
-            return compute(source, offered)
+            return compute(source, gpu, pnm)
         shape = np.broadcast_shapes(*(v.shape for v in blocks))
         gpu, pnm = (float(v.flat[0]) if isinstance(v, np.ndarray) else v for v in (gpu, pnm))
-        return np.full(shape, self._memo((what, source, gpu, pnm), _at_loads, compute, source, gpu, pnm))
+        return np.full(shape, self._memo((what, source, gpu, pnm), compute, source, gpu, pnm))
 
     def granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """`grant(offered)[source]`, without interpolating the other source's grid."""
         return self._scalar("granted", source, offered, self._granted)
 
-    def _granted(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
-        gpu, pnm = _clip01(offered.get("gpu", 0.0)), _clip01(offered.get("pnm", 0.0))
+    def _granted(self, source: str, gpu, pnm) -> float | np.ndarray:
+        gpu, pnm = _clip01(gpu), _clip01(pnm)
         return (gpu if source == "gpu" else pnm) * self.served(source, gpu * self.full_rate, pnm * self.full_rate)
 
     def access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         """Unloaded MMU latency plus the median wait at these offered fractions (arrays: one per iteration)."""
         return self._scalar("latency", source, offered, self._access_latency_s)
 
-    def _access_latency_s(self, source: str, offered: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
-        gpu, pnm = _clip01(offered.get("gpu", 0.0)), _clip01(offered.get("pnm", 0.0))
+    def _access_latency_s(self, source: str, gpu, pnm) -> float | np.ndarray:
+        gpu, pnm = _clip01(gpu), _clip01(pnm)
         return (self.latency_cycles[source] + self.wait_cycles(source, gpu * self.full_rate, pnm * self.full_rate)) \
             / self.clock_hz

@@ -8,6 +8,12 @@ memory bandwidth it asked for (what a co-runner on the same stacks competes with
 stretches the memory side of every operator when a co-runner wins part of the bandwidth. The GPU and PNM
 executors also take `share`: the scale an operator gets at its own offered load against the co-runners'
 (per-operator coupling; a memory-bound operator asks for more than the iteration's average and gets less).
+
+Both split a price in two: the iteration's plan, every figure of its operators that the bandwidth it obtains does
+not change (memoised for one iteration; a decode block's is kept for its price beside co-runners, which follows
+its price alone), and the price of that plan at a bandwidth scale or share. The split does the same
+floating-point operations in the same order as one walk over the operators, so the prices are the same, bit for
+bit (tests/sysmodel/test_pricing_plan.py).
 """
 import math
 from collections.abc import Callable, Mapping
@@ -84,48 +90,101 @@ class GPUExecution:
         operator's share is the one its own offered load obtains. Without `share`, one iteration's price is
         a function of its counts and `bandwidth_scale` alone (the executor is frozen): memoised."""
         if share is None and _scalar(work):
-            return self._memo((work, bandwidth_scale), lambda: self._cost(work, bandwidth_scale, None))
+            return self._memo((work, bandwidth_scale), self._cost, work, bandwidth_scale, None)
         return self._cost(work, bandwidth_scale, share)
 
     @cached_property
     def _memo(self) -> Memo:
         return Memo()
 
+    @cached_property
+    def _rates(self) -> tuple[float, float]:
+        """FLOP/s of the SMs this executor has, and the bandwidth they can reach alone."""
+        gpu = self.hardware.gpu
+        return gpu.flops * self.sm_fraction, gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
+
     def _cost(self, work: Work, bandwidth_scale: float, share: Share | None) -> Cost:
-        gpu, shard = self.hardware.gpu, self.shard
-        flop_rate = gpu.flops * self.sm_fraction
-        reachable = gpu.memory.bandwidth * gpu.sm_bandwidth(self.sm_fraction)
+        """The iteration's plan (`_plan`) with each operator's time at the bandwidth scale, or at the share its own
+        offered load (alone, `_loads`) obtains."""
+        gpu, shard, perf = self.hardware.gpu, self.shard, self.perf
+        flop_rate, reachable = self._rates
         byte_rate = reachable * bandwidth_scale
-        perf = self.perf
+        plan = self._plan(work)
+        loads = None if share is None else self._loads(work, plan)
 
-        def op_seconds(op, tokens):
-            if share is None:
-                return perf.op_seconds(op, tokens, shard, flop_rate, byte_rate)
-            alone = perf.op_seconds(op, tokens, shard, flop_rate, reachable)
-            load = _fraction(op.bytes / gpu.memory.bandwidth, alone)
-            return perf.op_seconds(op, tokens, shard, flop_rate, reachable * share(load))
+        def seconds_of(ops, tokens, offered) -> float:
+            seconds = 0.0
+            if offered is None:
+                for op in ops:
+                    seconds += perf.op_seconds(op, tokens, shard, flop_rate, byte_rate)
+            else:
+                for op, load in zip(ops, offered):
+                    seconds += perf.op_seconds(op, tokens, shard, flop_rate, reachable * share(load))
+            return seconds
 
-        def totals(ops, tokens) -> tuple[float, float, float]:
-            seconds = flops = nbytes = 0.0
+        layer_s = seconds_of(plan.layer, work.tokens, loads and loads[0])
+        layer_s += perf.layer_extra_seconds(work.tokens, shard, byte_rate)
+        head_s = seconds_of(plan.head, work.logits, loads and loads[1])
+        seconds = shard.model.layers * layer_seconds(perf, layer_s, plan.reduce_s) + head_s + self.overhead_s
+        return Cost(seconds, plan.flops, plan.hbm_bytes, plan.link_bytes,
+                    plan.hbm_per_tp / (seconds * gpu.memory.bandwidth))
+
+    @cached_property
+    def _plans(self) -> Memo:
+        return Memo()
+
+    def _plan(self, work: Work) -> "_GPUPlan":
+        """Everything of the iteration's price that the bandwidth does not change (memoised for one iteration)."""
+        return self._plans(work, self._planned, work) if _scalar(work) else self._planned(work)
+
+    def _planned(self, work: Work) -> "_GPUPlan":
+        shard = self.shard
+
+        def totals(ops) -> tuple[float, float]:
+            flops = nbytes = 0.0
             for op in ops:
-                seconds += op_seconds(op, tokens)
                 flops += op.flops
                 nbytes += op.weight_bytes + op.kv_bytes + op.act_bytes
-            return seconds, flops, nbytes
+            return flops, nbytes
 
-        layer_s, layer_flops, layer_bytes = totals(shard.layer_ops(work), work.tokens)
-        layer_s += perf.layer_extra_seconds(work.tokens, shard, byte_rate)
-        head_s, head_flops, head_bytes = totals(shard.head_ops(work), work.logits)
+        layer, head = shard.layer_ops(work), shard.head_ops(work)
+        (layer_flops, layer_bytes), (head_flops, head_bytes) = totals(layer), totals(head)
         reduce_bytes = shard.all_reduce_bytes(work)
         # two all-reduces per layer (after attention, after the MLP), half the bytes each
-        reduce_s = perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
+        reduce_s = self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp, self.hardware.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * layer_seconds(perf, layer_s, reduce_s) + head_s + self.overhead_s
-        flops = layers * layer_flops + head_flops
         hbm = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
-        return Cost(seconds, flops * shard.tp, hbm * shard.tp, link * shard.tp,
-                    hbm / (seconds * gpu.memory.bandwidth))
+        return _GPUPlan(layer, head, reduce_s, (layers * layer_flops + head_flops) * shard.tp, hbm * shard.tp,
+                        link * shard.tp, hbm)
+
+    @cached_property
+    def _load_memo(self) -> Memo:
+        return Memo()
+
+    def _loads(self, work: Work, plan: "_GPUPlan") -> tuple[list, list]:
+        """The fraction of the bandwidth each layer and head operator asks for alone (memoised for one
+        iteration): what its share is looked up at."""
+        return self._load_memo(work, self._offered, work, plan) if _scalar(work) else self._offered(work, plan)
+
+    def _offered(self, work: Work, plan: "_GPUPlan") -> tuple[list, list]:
+        gpu, shard, perf = self.hardware.gpu, self.shard, self.perf
+        flop_rate, reachable = self._rates
+        return tuple([_fraction(op.bytes / gpu.memory.bandwidth,
+                                perf.op_seconds(op, tokens, shard, flop_rate, reachable)) for op in ops]
+                     for ops, tokens in ((plan.layer, work.tokens), (plan.head, work.logits)))
+
+
+class _GPUPlan(NamedTuple):
+    """An iteration on the GPUs up to what the bandwidth changes: its operators, its all-reduces' time and the
+    totals the `Cost` reports (`hbm_per_tp`: one GPU's bytes, what its offered load is over)."""
+    layer: list
+    head: list
+    reduce_s: Any
+    flops: Any
+    hbm_bytes: Any
+    link_bytes: Any
+    hbm_per_tp: Any
 
 
 # The paper's lane has eight 128-wide sublanes (DuoPD §4.2): the sublane width a suggested verify names.
@@ -340,68 +399,146 @@ class PNMExecution:
         `bandwidth_scale` and the GPU's load alone (the executor and its arbiter are frozen): memoised."""
         gpu_load = (loads or {}).get("gpu", 0.0)
         if share is None and _scalar(work) and not isinstance(gpu_load, np.ndarray):
-            return self._memo((work, bandwidth_scale, gpu_load), lambda: self._cost(work, bandwidth_scale, gpu_load,
-                                                                                    None))
+            return self._memo((work, bandwidth_scale, gpu_load), self._cost, work, bandwidth_scale, gpu_load, None)
         return self._cost(work, bandwidth_scale, gpu_load, share)
 
     @cached_property
     def _memo(self) -> Memo:
         return Memo()
 
+    @cached_property
+    def _stack_bandwidth(self) -> float:
+        """The PNM's own read path: the stack's bandwidth × `pnm.bandwidth_multiple`."""
+        return self.hardware.gpu.stack.bandwidth * self.hardware.pnm.bandwidth_multiple
+
+    @cached_property
+    def _fixed_s(self) -> float:
+        """What every operator pays before its first beat besides the MMU's wait: the lane's pipeline latency,
+        the stack's access latency and the DQB's, if any."""
+        lane, dequant = self.figures, self.dequant
+        return (lane.latency_cycles / lane.clock_hz + self.hardware.gpu.stack.latency_s
+                + (dequant.latency_s if dequant else 0.0))
+
     def _cost(self, work: Work, bandwidth_scale: float, gpu_load, share: Share | None) -> Cost:
-        hw, shard, lane = self.hardware, self.shard, self.figures
-        stacks = hw.gpu.stacks
-        stack_bandwidth = hw.gpu.stack.bandwidth * hw.pnm.bandwidth_multiple     # the PNM's own read path
+        """The iteration's plan (`_plan`) at this bandwidth: each operator's MMU wait at its load and the GPU's,
+        and its memory time at the bandwidth scale or at the share its own load obtains."""
+        plan = self._plan(work)
+        stack_bandwidth, fixed_s, latency = self._stack_bandwidth, self._fixed_s, self.mmu.access_latency_s
         byte_rate = stack_bandwidth * bandwidth_scale
-        dequant = self.dequant
-        fixed_s = lane.latency_cycles / lane.clock_hz + hw.gpu.stack.latency_s + (dequant.latency_s if dequant else 0.0)
-        smaller = np.minimum if _larger(work) is np.maximum else min
-        larger = elementwise_max   # per operator: a decode block's weight operators are scalars, its attention arrays
-        groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)
+        larger = elementwise_max
+
+        def seconds_of(operators: tuple[_Operator, ...]):
+            total = 0.0
+            for op in operators:
+                if op.drain_s is not None:
+                    total += op.drain_s
+                start_s = fixed_s + latency("pnm", {"gpu": gpu_load, "pnm": op.offered})
+                rate = byte_rate if share is None else stack_bandwidth * share(op.offered)
+                total += larger(op.compute_s, op.nbytes / rate) + start_s
+            return total
+
+        layer_s, head_s = seconds_of(plan.layer), seconds_of(plan.head)
+        if plan.serial_s is not None:
+            layer_s += plan.serial_s
+            head_s += plan.final_s
+        seconds = self.shard.model.layers * layer_seconds(self.perf, layer_s, plan.exchange_s) + head_s
+        return Cost(seconds, plan.flops, plan.hbm_bytes, plan.link_bytes,
+                    plan.hbm_per_stack / (seconds * stack_bandwidth))
+
+    @cached_property
+    def _plans(self) -> Memo:
+        return Memo()
+
+    @cached_property
+    def _last_plan(self) -> list:
+        """[work, plan] of the last decode block planned: a block is priced alone and then beside its co-runners."""
+        return [None, None]
+
+    def _plan(self, work: Work) -> "_Plan":
+        """Everything of the iteration's price that no co-runner changes: memoised by the counts of one iteration,
+        and kept for the last decode block (the same `Work` object)."""
+        if _scalar(work):
+            return self._plans(work, self._planned, work)
+        last = self._last_plan
+        if last[0] is not work:
+            last[:] = work, self._planned(work)
+        return last[1]
+
+    def _planned(self, work: Work) -> "_Plan":
+        hw, shard = self.hardware, self.shard
+        stacks = hw.gpu.stacks
         serial, final, beside = self._vector_chains if self.vector else (None, None, {})
-
-        def seconds_of(ops, overlapped: dict[str, LinearChain]) -> tuple[float, float]:
-            total, hbm = 0.0, 0.0
-            for op in ops:
-                elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
-                if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
-                    continue
-                compute_s = array_passes(op.flops / (2 * elements), elements, lane.lanes, groups, smaller) \
-                    / stacks / lane.macs_per_cycle / lane.clock_hz
-                if dequant is None:
-                    nbytes = elements * BYTES_PER_VALUE / stacks
-                else:     # the lanes still take FP16, delivered by the DQBs from the stored bytes
-                    weights, other = ((op.weight_bytes, op.kv_bytes) if op.name in QUANTIZED_OPS
-                                      else (0.0, op.weight_bytes + op.kv_bytes))
-                    nbytes = dequant.read_bytes(weights, other) / stacks
-                    compute_s = larger(compute_s, dequant.seconds(weights / stacks, other / stacks))
-                if op.name in overlapped:
-                    stream_s, drain_s = overlapped[op.name](work)
-                    compute_s = larger(compute_s, stream_s)
-                    total += drain_s
-                # What the operator asks of the stack while it streams: all of it when memory-bound, less
-                # when the lanes are the bottleneck; the MMU's wait is looked up at that load.
-                alone_s = nbytes / stack_bandwidth
-                offered = alone_s / larger(compute_s, alone_s)
-                start_s = fixed_s + self.mmu.access_latency_s("pnm", {"gpu": gpu_load, "pnm": offered})
-                rate = byte_rate if share is None else stack_bandwidth * share(offered)
-                total += larger(compute_s, nbytes / rate) + start_s
-                hbm += nbytes
-            return total, hbm
-
         layer, head = shard.layer_ops(work), shard.head_ops(work)
-        layer_s, layer_bytes = seconds_of(layer, beside)
-        head_s, head_bytes = seconds_of(head, {})
+        layer_ops, head_ops = self._operators(work, layer, beside), self._operators(work, head, {})
+        layer_bytes = head_bytes = 0.0
+        for op in layer_ops:
+            layer_bytes += op.nbytes
+        for op in head_ops:
+            head_bytes += op.nbytes
+        serial_s = final_s = None
         if self.vector and self.whole_decode:
-            layer_s += sum(serial(work))
-            head_s += sum(final(work))
+            serial_s, final_s = sum(serial(work)), sum(final(work))
         reduce_bytes = shard.all_reduce_bytes(work)
         exchange_s = 2 * hw.pnm.all_reduce_s + self.perf.all_reduce_seconds(reduce_bytes / 2, 2, shard.tp,
                                                                             hw.link.bandwidth)
         layers = shard.model.layers
-        seconds = layers * layer_seconds(self.perf, layer_s, exchange_s) + head_s
         flops = layers * sum(op.flops for op in layer) + sum(op.flops for op in head)
         hbm_per_stack = layers * layer_bytes + head_bytes
         link = layers * (2 * (shard.tp - 1) / shard.tp) * reduce_bytes
-        return Cost(seconds, flops * shard.tp, hbm_per_stack * stacks * shard.tp, link * shard.tp,
-                    hbm_per_stack / (seconds * stack_bandwidth))
+        return _Plan(layer_ops, head_ops, serial_s, final_s, exchange_s, flops * shard.tp,
+                     hbm_per_stack * stacks * shard.tp, link * shard.tp, hbm_per_stack)
+
+    def _operators(self, work: Work, ops, overlapped: dict[str, LinearChain]) -> tuple["_Operator", ...]:
+        """The array operators of `ops` (vector operators and empty ones take no lanes): per PNM, the lanes'
+        passes (and the DQBs', and a vector chain streaming beside), the bytes read and the load offered."""
+        hw, lane, dequant = self.hardware, self.figures, self.dequant
+        stacks, stack_bandwidth = hw.gpu.stacks, self._stack_bandwidth
+        smaller = np.minimum if _larger(work) is np.maximum else min
+        larger = elementwise_max   # per operator: a decode block's weight operators are scalars, its attention arrays
+        groups = beat_groups(lane.lanes, hw.pnm.bandwidth_multiple)
+        operators = []
+        for op in ops:
+            elements = (op.weight_bytes + op.kv_bytes) / BYTES_PER_VALUE
+            if op.kind == "vector" or (not isinstance(elements, np.ndarray) and not elements):
+                continue
+            compute_s = array_passes(op.flops / (2 * elements), elements, lane.lanes, groups, smaller) \
+                / stacks / lane.macs_per_cycle / lane.clock_hz
+            if dequant is None:
+                nbytes = elements * BYTES_PER_VALUE / stacks
+            else:     # the lanes still take FP16, delivered by the DQBs from the stored bytes
+                weights, other = ((op.weight_bytes, op.kv_bytes) if op.name in QUANTIZED_OPS
+                                  else (0.0, op.weight_bytes + op.kv_bytes))
+                nbytes = dequant.read_bytes(weights, other) / stacks
+                compute_s = larger(compute_s, dequant.seconds(weights / stacks, other / stacks))
+            drain_s = None
+            if op.name in overlapped:
+                stream_s, drain_s = overlapped[op.name](work)
+                compute_s = larger(compute_s, stream_s)
+            # What the operator asks of the stack while it streams: all of it when memory-bound, less
+            # when the lanes are the bottleneck; the MMU's wait is looked up at that load.
+            alone_s = nbytes / stack_bandwidth
+            operators.append(_Operator(compute_s, nbytes, alone_s / larger(compute_s, alone_s), drain_s))
+        return tuple(operators)
+
+
+class _Operator(NamedTuple):
+    """One array operator of an iteration on one PNM, as far as no co-runner changes it."""
+    compute_s: Any       # the lanes' time (or the DQBs', or a vector chain's stream beside it, if longer)
+    nbytes: Any          # bytes it reads from the stack
+    offered: Any         # the fraction of the read path it asks for while it streams
+    drain_s: Any         # the latency of the vector chain beside it after its last beat (None: no chain)
+
+
+class _Plan(NamedTuple):
+    """An iteration on the PNMs up to what a co-runner changes: its array operators, the layer's serial and the
+    head's vector chains (None without a vector unit or when the GPUs run them), the layer's all-reduces, and
+    the totals the `Cost` reports."""
+    layer: tuple[_Operator, ...]
+    head: tuple[_Operator, ...]
+    serial_s: Any
+    final_s: Any
+    exchange_s: Any
+    flops: Any
+    hbm_bytes: Any
+    link_bytes: Any
+    hbm_per_stack: Any

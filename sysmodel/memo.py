@@ -5,8 +5,10 @@ which changes what is recomputed, never a result."""
 from collections.abc import Callable, Hashable
 from typing import Any
 
-# Entries before the memo starts again: at most about 4 MB (an iteration's price: its Work key and its Cost), so
-# a system of many executors stays small; enough to hold the prompt lengths and loads a workload revisits.
+# Entries before the memo starts again: at most about 4 MB of prices (an iteration's Work key and its Cost), 11 MB
+# of a PNM's plans and 20 MB of a GPU's plans with their loads (`sysmodel.execution`; tracemalloc of 8,192
+# decode iterations), so a system of many executors stays small; enough to hold the prompt lengths and loads a
+# workload revisits.
 MEMO_ENTRIES = 1 << 13
 
 

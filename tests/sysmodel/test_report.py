@@ -3,6 +3,7 @@ HBF rows), the tables written, strict JSON, the plots' contents and the refusal 
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,14 +97,15 @@ def test_the_summary_names_the_mmu_policy_the_chunk_and_each_workload_kind() -> 
 
 def test_the_hbf_rows_follow_the_headline_table() -> None:
     servers = {"gpu": {"frame_cache_hits": 30.0, "accesses": 40.0, "hbf_media_read_bytes": 1.25e9},
-               "pnm": {"frame_cache_hits": 0.0, "accesses": 0.0, "hbf_media_read_bytes": 0.0}}
+               "idle": {"frame_cache_hits": 0.0, "accesses": 0.0, "hbf_media_read_bytes": 0.0},
+               "pnm": {"frame_cache_hits": 1.0, "accesses": 8.0, "hbf_media_read_bytes": 0.5e9}}
     lines = report.format_summary(_result(FIXED, hbf={**HBF, "servers": servers})).splitlines()
     kv_read, kv_programmed = 1e5 * PAGE_BYTES / 1e9, 2e5 * PAGE_BYTES / 1e9
     assert lines[14:] == [
         "HBF media reads        2.50 GB (1234 pages, 57 waited for)",
         "HBM frame fills        7.13 GB",
         "frame cache hits       25.0% of weight accesses (50.0% without a media read)",
-        "hits by server         gpu 75.0% of 40 (1.25 GB from media)",            # a server without accesses: none
+        "hits by server         gpu 75.0% of 40 (1.25 GB from media), pnm 12.5% of 8 (0.50 GB from media)",
         "throttle residency     normal 75.0%, light 25.0%",
         "max temperature        gpu 61.3 C, hbf 80.0 C",
         "refresh / P/E          0.002 GB refreshed, 1.23e-04 P/E cycles per block",
@@ -236,3 +238,25 @@ def test_the_temperature_plot_is_written_only_for_a_run_with_hbf(monkeypatch, tm
     assert states.lines[0].get_ydata().tolist()[-1] == 2
     plain = report.write(_result(FIXED), tmp_path / "plain", ["basedie"])
     assert "temperature.png" not in {p.name for p in plain.iterdir()}
+
+
+def test_a_previous_run_is_put_back_when_the_new_one_cannot_take_its_place(monkeypatch, tmp_path) -> None:
+    out = report.write(_result(FIXED), tmp_path / "run", ["basedie", "first"], plots=False)
+    folders, replace, made = [], report.os.replace, report.tempfile.mkdtemp
+
+    def beside(prefix, dir):
+        folders.append(Path(dir))
+        return made(prefix=prefix, dir=dir)
+    monkeypatch.setattr(report.tempfile, "mkdtemp", beside)
+
+    def second_fails(source, destination):
+        if Path(source).name.startswith(".run.new."):
+            raise OSError("no room")
+        replace(source, destination)
+    monkeypatch.setattr(report.os, "replace", second_fails)
+    with pytest.raises(OSError):
+        report.write(_result(FIXED), out, ["basedie", "second"], plots=False)
+    assert json.loads((out / "config.json").read_text())["command_line"] == ["basedie", "first"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]        # no staging or retired folder left
+    # Staged and retired beside the destination: on its file system, so each move is a rename.
+    assert folders == [tmp_path, tmp_path]

@@ -161,10 +161,10 @@ def _workload(config: dict) -> str:
     w = config["workload"]
     if w["kind"] == "Trace":
         return f"trace {w['path']}"
-    lengths = f"{w['input_len']} in / {w['output_len']} out"
-    if w["kind"] == "GammaArrivals":
+    if w["kind"] == "GammaArrivals":   # per-field lengths: no `input_len` / `output_len`
         return (f"Gamma arrivals {w['qps']:g} req/s (cv {w['arrival_cv']:g}), {w['input']['kind']} prompts of mean "
                 f"{w['input']['mean']}, {w['output']['kind']} outputs of mean {w['output']['mean']}, seed {w['seed']}")
+    lengths = f"{w['input_len']} in / {w['output_len']} out"
     if w["kind"] == "PoissonArrivals":
         return f"Poisson {w['qps']:g} req/s, mean {lengths}, cv {w['length_cv']:g}, seed {w['seed']}"
     return f"fixed batch at t=0, {lengths}"

@@ -159,6 +159,14 @@ def test_seed_reproduces_poisson_runs_and_another_seed_changes_them(tmp_path, ca
                         "length_cv": 0.1, "seed": 2}
 
 
+def test_a_gamma_run_prints_its_arrivals_and_per_field_lengths(tmp_path, capsys) -> None:
+    code, stdout, err = run([*QUICK, "--qps", "20", "--arrival-cv", "2", "--input-dist", "lognormal",
+                             "--out", str(tmp_path / "out")], capsys)
+    assert (code, err) == (0, "")
+    assert ("requests               8 (Gamma arrivals 20 req/s (cv 2), lognormal prompts of mean 2048, normal outputs "
+            "of mean 16, seed 0; max decode batch 16)") in stdout.splitlines()
+
+
 def test_decode_first_trades_ttft_for_tpot_against_prefill_first(tmp_path, capsys) -> None:
     summaries = {}
     for policy in ("prefill-first", "decode-first"):

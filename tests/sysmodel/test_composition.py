@@ -1,9 +1,16 @@
 """Every cell of the composition matrix (`sysmodel.composition`) runs with finite results or is refused for a
 physical reason (it does not fit, the package has no HBF stack, no kernel of that kind exists)."""
+import math
+
 import pytest
 
 from basedie import verified
+from sysmodel import composition
 from sysmodel.composition import Cell, cells, outcome
+from sysmodel.config import SimulationConfig
+from sysmodel.errors import ConfigError
+from sysmodel.hbf.layout import Layout
+from sysmodel.workload import FixedBatch
 from sysmodel.arbitration import MMUArbitration
 from sysmodel.base_die import StackDequant
 from sysmodel.execution import PNMExecution, PNMFigures, VectorFigures
@@ -20,6 +27,66 @@ from sysmodel.simulate import simulate
 @pytest.fixture(scope="module")
 def table():
     return verified.load()
+
+
+def test_the_matrix_is_every_system_format_memory_and_placement_once() -> None:
+    # 6 systems x (FP16 + 3 formats x 3 places to dequantize) x 4 memories x 4 placements.
+    every = cells()
+    assert len(every) == len({cell.id for cell in every}) == 6 * 10 * 4 * 4
+    assert every[0].id == "duopd/fp16/-/hbm/kv-hbm" and every[-1].id == "colocated:2x4/fp8/gpu-split/C/prefix-hbf"
+    assert {(c.weights, c.dequant, c.kernel) for c in every if c.weights == "w8a16"} == {
+        ("w8a16", "dqb", None), ("w8a16", "gpu-fused", "gptq"), ("w8a16", "gpu-split", "gptq")}
+    assert Cell("gpu", "fp16", None, None, "hbm", "kv-hbm", model="Other").id == "Other/gpu/fp16/-/hbm/kv-hbm"
+
+
+def test_a_cells_configuration_places_the_kv_and_prefix_it_names() -> None:
+    plain = Cell("gpu", "w4a16", "gpu-fused", "gptq", "B", "kv-hbm").config()
+    assert plain == SimulationConfig(system="gpu", model="Llama-3.1-8B", hardware="a100-sxm4-80gb",
+                                     workload=FixedBatch(2, 512, 4), max_batch=2, memory="B",
+                                     quantization=Quantization("w4a16", 128, "gpu-fused", "gptq"),
+                                     shared_prefix_tokens=0)
+    kv = Cell("chunked", "fp16", None, None, "B", "kv-hbf").config()
+    assert (kv.memory, kv.quantization, kv.shared_prefix_tokens) == (
+        Layout("B+kv-hbf", hbm_stacks=3, hbf_stacks=1, weights="hbf", kv="hbf", frame_cache_gib=8.0), Quantization(), 0)
+    with pytest.raises(ConfigError) as refused:    # today's package (one HBM stack) has no HBF to hold it
+        Cell("chunked", "fp16", None, None, "hbm", "kv-hbf").config()
+    assert str(refused.value) == "layout hbm+kv-hbf: kv placed in HBF but the package has no HBF stack"
+    prefix = Cell("chunked", "fp16", None, None, "C", "prefix-hbf").config()
+    assert (prefix.memory, prefix.shared_prefix_tokens) == (
+        Layout("C+prefix-hbf", hbm_stacks=1, hbf_stacks=3, weights="hbf", prefix="hbf", frame_cache_gib=8.0), 256)
+    assert Cell("chunked", "fp16", None, None, "A", "prefix-hbm").config().memory == "A"
+
+
+class _Run:
+    def __init__(self, tpot: float, energy: float) -> None:
+        self.summary = {"tpot_s": {"p50": tpot}, "energy_j": {"total": energy}}
+
+
+@pytest.mark.parametrize("raised, expected", [
+    (ConfigError("model weights (160 GB) does not fit in 80 GB"), "refused"),
+    (ConfigError("memory layout A has no HBF stack for the KV cache"), "refused"),
+    (ConfigError("layout C leaves no HBF for the prefix"), "refused"),
+    (ConfigError("GPTQ has no kernel for fp8"), "refused"),
+    (ConfigError("does not fit\nsecond line"), "gap"),           # not one line: a gap whatever it says
+    (ConfigError("chunk tokens must be >= 1"), "gap"),
+    (_Run(0.0123456, 5.0), ("runs", "12.346")),
+    (_Run(math.nan, 5.0), ("gap", "not a finite result: TPOT nan s, energy 5.0 J")),
+    (_Run(0.0, 5.0), "gap"), (_Run(math.inf, 5.0), "gap"), (_Run(0.01, math.inf), "gap")])
+def test_a_cell_runs_is_refused_for_a_physical_reason_or_is_a_gap(monkeypatch, raised, expected) -> None:
+    cell = Cell("gpu", "fp16", None, None, "hbm", "kv-hbm")
+    seen = []
+
+    def simulate(config, table):
+        seen.append((config, table))
+        if isinstance(raised, Exception):
+            raise raised
+        return raised
+    monkeypatch.setattr(composition, "simulate", simulate)
+    kind, detail = outcome(cell, "the table")
+    assert seen == [(cell.config(), "the table")]
+    assert (kind, detail) == expected if isinstance(expected, tuple) else kind == expected
+    if isinstance(raised, Exception):
+        assert detail == str(raised)
 
 
 @pytest.mark.parametrize("cell", cells(), ids=lambda cell: cell.id)

@@ -80,10 +80,8 @@ class Harness:
             "gpu_req", "gpu_resp", "pnm_instr", "completion", "buf_rd", "buf_wr", "config")}
         self.sources = {name: bench.source(dut, name) for name in ("gpu_req", "pnm_instr", "buf_rdata", "config")}
         self.sinks = {name: bench.sink(dut, name) for name in ("gpu_resp", "completion", "buf_rd", "buf_wr")}
-        self.probes = {name: bench.HandshakeProbe(dut, name, payloads=name in ("gpu_resp", "completion"))
-                       for name in ("gpu_req", "pnm_instr", "mc_req", "gpu_resp", "buf_wr", "completion")}
         self.cycle = bench.CycleCounter(dut.clk)
-        contents = Contents(lambda block: model.block_data(block, p.data_bits)[0], p.request_bytes)
+        contents = Contents(lambda block: model.block_data(block, p.data_bits), p.request_bytes)
         self.memory_model = bench.config()["memory"]
         if self.memory_model == "ideal":
             self.memory = MemoryController(dut, component, self.cycle, contents, self.rng, answer_writes=True)
@@ -92,6 +90,9 @@ class Harness:
                                          params=ControllerParams(in_order=not p.out_of_order),
                                          clock_hz=p.design_clock_hz, answer_writes=True)
         self.sources["mc_resp"], self.sinks["mc_req"] = self.memory.source, self.memory.sink
+        # Made after every stream end, so each probe is told of transfers by its port's end (no watcher of its own).
+        self.probes = {name: bench.HandshakeProbe(dut, name, payloads=name in ("gpu_resp", "completion"))
+                       for name in ("gpu_req", "pnm_instr", "mc_req", "gpu_resp", "buf_wr", "completion")}
         self.mc_latency = mc_latency
         self.reorder(reorder_spread)
         self.board = Scoreboard(self.cycle)
@@ -138,7 +139,7 @@ class Harness:
 
     def buffer_data(self, row: int) -> int:
         """What the PNM buffer holds in a row a store reads (rows and blocks get different contents)."""
-        return model.block_data(row + (1 << 40), self.params.data_bits)[0]
+        return model.block_data(row + (1 << 40), self.params.data_bits)
 
     def pause_everything(self, probability: float) -> None:
         for port in (*self.sources.values(), *self.sinks.values()):
@@ -192,7 +193,7 @@ class Harness:
         self.offered.gpu.append((self.cycle.now, request))
         self.sources["gpu_req"].send_nowait(self.fields["gpu_req"].pack(**request))
         fields = ("address", "is_write", "id")
-        data = 0 if request["is_write"] else model.block_data(request["address"], self.params.data_bits)[0]
+        data = 0 if request["is_write"] else model.block_data(request["address"], self.params.data_bits)
         self.board.expect("gpu_resp", [{**{f: request[f] for f in fields}, "data": data}],
                           f"GPU request {len(self.offered.gpu) - 1} offered at cycle {self.cycle.now}: {request}")
 
@@ -227,7 +228,7 @@ class Harness:
             self.expected_pnm.append((sub.block, int(instr.store), sub.mask,
                                       self.buffer_data(sub.row) if instr.store else None))
             if not instr.store:
-                self.board.expect("buf_wr", [{"row": sub.row, "data": model.block_data(sub.block, self.params.data_bits)[0],
+                self.board.expect("buf_wr", [{"row": sub.row, "data": model.block_data(sub.block, self.params.data_bits),
                                               "mask": sub.mask}], inputs)
                 self.load_rows[sub.row] = instr.dest
 

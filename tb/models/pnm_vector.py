@@ -216,19 +216,33 @@ class Beat:
 def run(beats: list[Beat]) -> list[np.ndarray]:
     """The output beats, each (4, width) uint32. An elementwise beat gives its results; a reduction folds lane
     r0s (tree per beat, then beat after beat from the first beat after reset or after a `last`) and gives one
-    beat, on `last`, with the reduction in lane 0's r0 and zeros elsewhere."""
+    beat, on `last`, with the reduction in lane 0's r0 and zeros elsewhere. Each op runs once over all of its
+    beats and each reduction's trees at once (the model is elementwise); only the fold goes beat by beat."""
+    if not beats:
+        return []
+    results = np.zeros((len(beats), *beats[0].operands.shape), np.uint32)
+    ops = np.array([beat.op for beat in beats])
+    for op in np.unique(ops):
+        chosen = np.flatnonzero(ops == op)
+        operands = np.stack([beats[k].operands for k in chosen], axis=1)  # (4, beats, width)
+        results[chosen] = elementwise(int(op), *operands).transpose(1, 0, 2)
+    reduces = np.array([beat.reduce for beat in beats])
+    trees = np.zeros(len(beats), np.uint32)
+    for reduce in (SUM, REDUCE_MAX):
+        chosen = np.flatnonzero(reduces == reduce)
+        if chosen.size:
+            trees[chosen] = tree(results[chosen, 0], reduce)
     outputs, accumulator, fresh = [], None, True
-    for beat in beats:
-        results = elementwise(beat.op, *beat.operands)
+    for k, beat in enumerate(beats):
         if beat.reduce == NONE:
-            outputs.append(results)
+            outputs.append(results[k])
             continue
-        value = tree(results[0], beat.reduce)
+        value = trees[k]
         if not fresh:
             value = fp.fp32_add(accumulator, value) if beat.reduce == SUM else fmax(accumulator, value)
         accumulator, fresh = value, bool(beat.last)
         if beat.last:
-            out = np.zeros_like(results)
+            out = np.zeros_like(results[k])
             out[0, 0] = value
             outputs.append(out)
     return outputs

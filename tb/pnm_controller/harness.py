@@ -27,6 +27,7 @@ from .. import bench
 from ..models import pnm_controller as model
 from ..payload import Packer
 from ..scoreboard import Scoreboard
+from ..stream import bits
 from . import stimulus
 
 UNITS = ("mmu", "array", "vector")
@@ -40,10 +41,16 @@ class StatusProbe(bench.CycleCounter):
     def __init__(self, dut, layout) -> None:
         self.signal, self.packer = dut.status, Packer(layout)
         self.changes: list[tuple[int, dict]] = []
+        self._bits = ""
+        """The status as last read: it is unpacked only when these change (most cycles it does not)."""
         super().__init__(dut.clk)
 
     def sample(self) -> None:
-        value = self.packer.unpack(int(self.signal.value))
+        raw = bits(self.signal)
+        if raw == self._bits:
+            return
+        self._bits = raw
+        value = self.packer.unpack(int(raw, 2))
         if not self.changes or self.changes[-1][1] != value:
             self.changes.append((self.now, value))
 
@@ -168,7 +175,7 @@ class Harness:
     async def stopped(self, patience: int) -> None:
         """Wait until the program has stopped and nothing is outstanding (start is accepted again); fail after
         `patience` cycles without that (a hang)."""
-        if await bench.wait_until(self.dut.clk, lambda: self.dut.start__ready.value == 1 and self.start.idle()
+        if await bench.wait_until(self.dut.clk, lambda: self.start.idle() and bits(self.start.ready) == "1"
                                   and (int(self.dut.status.value) & 3) in STATES, patience):
             return
         raise AssertionError(f"the controller did not stop within {patience} cycles: status {self.status.changes[-1]}")

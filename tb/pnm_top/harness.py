@@ -18,6 +18,7 @@ from ..models import mmu as mmu_model
 from ..models import pnm_controller as control
 from ..models import pnm_top as model
 from ..payload import Packer
+from ..stream import bits
 from . import rows
 
 PROTECTED = (0x0000, 0x1000)   # model parameters: stores there fault (the MMU's first protected region)
@@ -91,8 +92,9 @@ class Harness:
                              self.mmu_fault)
         mark = len(self.start_probe.cycles)
         await self.start.send(self.packers["start"].pack(pc=start))
-        if not await bench.wait_until(self.dut.clk, lambda: self.dut.start__ready.value == 1 and len(
-                self.start_probe.cycles) > mark and self.status()["state"] in STOPPED, patience):
+        # Checked at every edge while the program runs: the cheap tests first, the status only once `start` is ready.
+        if not await bench.wait_until(self.dut.clk, lambda: len(self.start_probe.cycles) > mark and bits(
+                self.start.ready) == "1" and self.status()["state"] in STOPPED, patience):
             raise AssertionError(f"the program did not stop in {patience} cycles: {self.status()}")
         status, cycles = self.status(), self.clock.now - self.start_probe.cycles[mark]
         outcome = expected.outcome

@@ -48,10 +48,15 @@ class Scoreboard:
                 self.sources.append(pending)
                 pending = []
         self.expected = model.run(beats)
+        self.expected_bits = [stimulus.pack_results(results, _width()) for results in self.expected]
 
     def check(self, bits: int) -> None:
+        """Equal payloads are bit-exact results; any other is compared value by value (a NaN matches a NaN)."""
         k = self.checked
         assert k < len(self.expected), f"output beat {k} beyond the {len(self.expected)} expected"
+        if bits == self.expected_bits[k]:
+            self.checked += 1
+            return
         got = stimulus.unpack(bits, _width())
         bad = fp.mismatches(got.ravel(), self.expected[k].ravel(), "fp32")
         if len(bad):

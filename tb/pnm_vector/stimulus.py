@@ -1,8 +1,20 @@
 """Operand beats for the vector unit: each op's working range, the edges of its approximation, special values;
 and the packing of beats into the unit's payload integers, derived from its port layouts."""
+import functools
+
 import numpy as np
 
-from rtl.pnm_vector.ports import OPERANDS, RESULTS, Op, Reduce, input_layout, output_layout
+from rtl.pnm_vector.ports import (
+    FP32_BITS,
+    OPERANDS,
+    RESULTS,
+    Op,
+    Reduce,
+    input_layout,
+    lane_in,
+    lane_out,
+    output_layout,
+)
 
 from ..models import pnm_vector as model
 
@@ -64,13 +76,33 @@ def reduction_beats(rng, op: Op, reduce: Reduce, lengths: list[int], width: int)
     return out
 
 
+@functools.cache
+def _offsets(width: int) -> tuple[dict[str, int], int]:
+    """The input layout's field offsets and the output layout's `lanes` offset. Both layouts' lanes are arrays
+    of structs of 32-bit fields, so lane k's field j sits 32 × (4k + j) bits into `lanes`: a (width, 4) array of
+    uint32 in row order is the field's little-endian bytes."""
+    lane_fields = [field.offset for _, field in lane_in()] + [field.offset for _, field in lane_out()]
+    assert lane_fields == [FP32_BITS * j for j in range(len(OPERANDS))] * 2, "lanes are not packed fp32 words"
+    return ({name: field.offset for name, field in input_layout(width)},
+            dict(output_layout(width))["lanes"].offset)
+
+
 def pack(beat: model.Beat, width: int) -> int:
-    lanes = [dict(zip(OPERANDS, (int(v) for v in beat.operands[:, k]))) for k in range(width)]
-    return input_layout(width).const({"op": Op(beat.op), "reduce": Reduce(beat.reduce), "last": beat.last,
-                                      "lanes": lanes}).as_bits()
+    """A beat as the unit's input payload (the operands' lanes as one little-endian block of uint32)."""
+    offsets, _ = _offsets(width)
+    lanes = int.from_bytes(np.ascontiguousarray(beat.operands.T, "<u4").tobytes(), "little")
+    return (Op(beat.op).value << offsets["op"] | Reduce(beat.reduce).value << offsets["reduce"]
+            | int(beat.last) << offsets["last"] | lanes << offsets["lanes"])
+
+
+def pack_results(results: np.ndarray, width: int) -> int:
+    """(4, width) results as the output payload the unit gives for them (`unpack`'s inverse)."""
+    _, offset = _offsets(width)
+    return int.from_bytes(np.ascontiguousarray(results.T, "<u4").tobytes(), "little") << offset
 
 
 def unpack(bits: int, width: int) -> np.ndarray:
     """An output beat's results as (4, width) uint32."""
-    lanes = output_layout(width).from_bits(bits).lanes
-    return np.array([[getattr(lanes[k], name) for k in range(width)] for name in RESULTS], np.uint32)
+    _, offset = _offsets(width)
+    lanes = (bits >> offset).to_bytes(width * len(RESULTS) * FP32_BITS // 8, "little")
+    return np.frombuffer(lanes, "<u4").reshape(width, len(RESULTS)).T.astype(np.uint32)

@@ -25,3 +25,13 @@ def test_wrr_order_and_wait_statistics() -> None:
     assert "".join(s[0] for s in model.wrr_sources(3, 1, 9)) == "gggpgggpg"
     stats = model.wait_statistics(list(range(101)))
     assert (stats["p50"], stats["p99"], stats["max"]) == (50.0, 99.0, 100.0)
+
+
+def test_block_data_is_a_fixed_word_of_the_width_asked_different_per_address() -> None:
+    words = [model.block_data(address, 64) for address in range(10_000)]
+    assert words == [model.block_data(address, 64) for address in range(10_000)]
+    assert len(set(words)) == len(words) and all(0 <= w < 1 << 64 for w in words)
+    assert max(words) >= 1 << 63  # the top bit is used, not only the low ones
+    assert all(0 <= model.block_data(a, 12) < 1 << 12 for a in range(100))
+    wide = model.block_data(1 << 40, 256)
+    assert 200 < wide.bit_length() <= 256 and wide != model.block_data(1 << 41, 256)

@@ -3,7 +3,10 @@ sweeps of the input range, and the documented response to every special value.""
 import numpy as np
 import pytest
 
+from rtl.pnm_vector.ports import Op, Reduce
+from tb.models import fp
 from tb.models import pnm_vector as v
+from tb.pnm_vector import stimulus
 
 INF, NAN = 0x7F800000, 0x7FC00000
 SMALLEST_NORMAL = 2.0 ** -126
@@ -193,3 +196,22 @@ def test_reductions_fold_a_tree_per_beat_then_beat_after_beat() -> None:
     out = v.run([v.Beat(v.MAX, v.REDUCE_MAX, 1, np.array([[one, three], [NEG_INF] * 2, [0, 0], [0, 0]],
                                                            np.uint32))])
     assert out[0][0, 0] == three
+
+
+def test_a_stream_gives_what_its_ops_and_vectors_give_one_at_a_time() -> None:
+    """`run` computes each op over all of its beats at once: the same results (any NaN for a NaN) as each
+    elementwise beat and each reduced vector alone, in stream order."""
+    rng = np.random.default_rng(9)
+    pieces = []
+    for k in range(200):
+        op = Op(k % len(Op))
+        if k % 3 == 0:
+            reduce = Reduce.SUM if k % 2 else Reduce.MAX
+            pieces.append(stimulus.reduction_beats(rng, op, reduce, [int(rng.integers(1, 6))], 4))
+        else:
+            pieces += [[beat] for beat in stimulus.elementwise_beats(rng, op, int(rng.integers(1, 4)), 4)]
+    alone = [out for piece in pieces for out in v.run(piece)]
+    together = v.run([beat for piece in pieces for beat in piece])
+    assert len(together) == len(alone) == len(pieces)  # each piece gives one output beat
+    for got, want in zip(together, alone, strict=True):
+        assert got.dtype == np.uint32 and got.shape == (4, 4) and not fp.mismatches(got.ravel(), want.ravel(), "fp32").size

@@ -159,7 +159,7 @@ def _add_synth(commands) -> None:
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, store, synthesize
+    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, load_modules, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -174,10 +174,11 @@ def _synth(args) -> int:
         raise UsageError(f"{names[0]}: {error}") from None
     table = args.table or TABLE_PATH
     recorded = {} if args.again else {entry_key(e["block"], e["params"]): e for e in load(table)}
+    modules = {} if args.again else load_modules(table)
     for name, params in runs:
         previous = recorded.get(entry_key(name, params.as_dict()))
-        entry = synthesize(name, params, args.timeout, previous)
-        store([entry], table)  # one at a time: a long `all` keeps what it has finished
+        entry = synthesize(name, params, args.timeout, previous, modules)
+        store([entry], table, modules)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
         if entry is previous:
             label += "  (kept: the recorded run synthesized the same Verilog)"

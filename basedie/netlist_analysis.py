@@ -160,26 +160,16 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
             comb.append(index)
 
     # Combinational cells in topological order: a cell is ready once every input driven by a combinational cell is.
+    # A box's path through it joins every input to every output, so a parent may close a loop through a box that
+    # its bits do not close (a table's address in, its data out, a write enable back in): the boxes left on such a
+    # loop are cut, timed to their inputs and from their outputs only, and the rest ordered again.
     comb_set = set(comb)
-    waiting = {i: sum(1 for bits in cells[i][1].values() for b in bits if drivers.get(b) in comb_set) for i in comb}
-    fanout = defaultdict(list)
-    for i in comb:
-        for bits in cells[i][1].values():
-            for b in bits:
-                if drivers.get(b) in comb_set:
-                    fanout[drivers[b]].append(i)
-    queue = deque(i for i in comb if waiting[i] == 0)
-    visited = 0
-    while queue:
-        index = queue.popleft()
-        visited += 1
-        _propagate(cells[index], load, arrival_in, arrival_reg, transition, previous)
-        for after in fanout[index]:
-            waiting[after] -= 1
-            if waiting[after] == 0:
-                queue.append(after)
-    if visited != len(comb):
-        raise ValueError(f"combinational loop: {len(comb) - visited} cells never became ready")
+    while comb_set:
+        comb_set -= _in_order(comb_set, cells, drivers, load, arrival_in, arrival_reg, transition, previous)
+        cut = {i for i in comb_set if isinstance(cells[i][0], Figures)}
+        if comb_set and not cut:
+            raise ValueError(f"combinational loop: {len(comb_set)} cells never became ready")
+        comb_set -= cut
 
     for index, (kind, ins, _) in enumerate(cells):
         if isinstance(kind, Cell) and kind.clock is not None:
@@ -232,6 +222,29 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
         input_capacitance_ff={p: max((load[b] for b in port["bits"]), default=0.0)
                               for p, port in module["ports"].items() if port["direction"] == "input"},
         cells_by_type=by_type)
+
+
+def _in_order(comb_set: set, cells, drivers, load, arrival_in, arrival_reg, transition, previous) -> set:
+    """Propagate arrivals through the cells `comb_set` in topological order; the cells it reached."""
+    waiting = {i: sum(1 for bits in cells[i][1].values() for b in bits if drivers.get(b) in comb_set)
+               for i in comb_set}
+    fanout = defaultdict(list)
+    for i in sorted(comb_set):
+        for bits in cells[i][1].values():
+            for b in bits:
+                if drivers.get(b) in comb_set:
+                    fanout[drivers[b]].append(i)
+    queue = deque(sorted(i for i in comb_set if waiting[i] == 0))
+    reached = set()
+    while queue:
+        index = queue.popleft()
+        reached.add(index)
+        _propagate(cells[index], load, arrival_in, arrival_reg, transition, previous)
+        for after in fanout[index]:
+            waiting[after] -= 1
+            if waiting[after] == 0:
+                queue.append(after)
+    return reached
 
 
 def _propagate(cell, load, arrival_in, arrival_reg, transition, previous) -> None:

@@ -13,7 +13,7 @@ from sysmodel.hardware import PAPER_HARDWARE, PAPER_PNM
 from sysmodel.hbf.thermal import NODES, PACKAGE, Thermal
 from sysmodel.power import DQB, DQB_COUNT, LANE, PAPER_DQB_POWER_W, PAPER_PNM_POWER_W, PNM_PARTS, VECTOR
 from tb.runner import non_default
-from tb.synthesis import SRAM_BITCELL_UM2, load
+from tb.synthesis import SRAM_BITCELL_UM2, entry_key, load, load_modules, paper_size_runs
 
 HEADER = ("block", "parameters", "cells", "flip-flops", "memory bits", "levels", "area µm² (memories as SRAM)",
           "clock MHz", "critical path ps", "slack ps", "max MHz", "path (start → end)", "leakage µW",
@@ -21,9 +21,10 @@ HEADER = ("block", "parameters", "cells", "flip-flops", "memory bits", "levels",
 
 
 def label(entry: dict) -> str:
-    """The parameters that differ from the block's defaults."""
+    """The parameters that differ from the block's defaults, and whether the entry was composed by hierarchy."""
     params = BLOCKS[entry["block"]].params(**entry["params"])
-    return ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
+    text = ",".join(f"{k}={v}" for k, v in non_default(params).items()) or "(defaults)"
+    return text + " (by hierarchy)" * (entry["provenance"].get("method") == "hierarchy")
 
 
 def rows(entries: list[dict]) -> list[tuple[str, ...]]:
@@ -43,22 +44,72 @@ def rows(entries: list[dict]) -> list[tuple[str, ...]]:
     return out
 
 
-def markdown(entries: list[dict]) -> str:
+def markdown(entries: list[dict], modules: dict) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(entries)]
-    return "\n".join(lines) + "\n\n" + cpu_summary(entries)
+    return "\n".join(lines) + "\n\n" + cpu_summary(entries, modules)
 
 
-def cpu_summary(entries: list[dict]) -> str:
+def cpu_summary(entries: list[dict], modules: dict) -> str:
     """What the table's runs cost, from their provenance: Yosys's CPU, the timing and power analysis's, and the
-    runs that dominate (the Verilog's generation is not recorded)."""
-    yosys = sum(e["provenance"]["cpu_s"] for e in entries)
-    analysis = sum(e["provenance"].get("analysis_cpu_s", 0.0) for e in entries)
-    largest = sorted(entries, key=lambda e: -e["provenance"]["cpu_s"])[:3]
-    named = ", ".join(f"{e['block']} {label(e)} {e['provenance']['cpu_s']:.0f} s" for e in largest)
+    runs that dominate (the Verilog's generation is not recorded). A module synthesized for entries by hierarchy
+    counts once, however many entries it serves."""
+    flat = [e for e in entries if e["provenance"].get("method") != "hierarchy"]
+    runs = [(f"{e['block']} {label(e)}", e["provenance"]) for e in flat]
+    runs += [(f"module {r['module']}", r["provenance"]) for r in modules.values()]
+    over = sum(e["provenance"].get("timed_out_after_s") or 0.0 for e in entries
+               if e["provenance"].get("method") == "hierarchy" and e["figures"] is None)
+    yosys = sum(p["cpu_s"] for _, p in runs) + over
+    analysis = sum(p.get("analysis_cpu_s", 0.0) for _, p in runs)
+    named = ", ".join(f"{name} {p['cpu_s']:.0f} s" for name, p in sorted(runs, key=lambda r: -r[1]["cpu_s"])[:3])
     attempts = sum(e["figures"] is None for e in entries)
-    return (f"The {len(entries)} runs recorded took {yosys:,.0f} s of Yosys CPU ({attempts} of them attempts, counted "
-            f"up to where they stopped) and {analysis:,.0f} s of timing and power analysis; the largest: {named}.")
+    return (f"The {len(entries)} entries recorded ({len(flat)} synthesized flat, the others composed from "
+            f"{len(modules)} distinct modules, each synthesized once) took {yosys:,.0f} s of Yosys CPU ({attempts} "
+            f"of them attempts, counted up to where they stopped) and {analysis:,.0f} s of timing and power analysis; "
+            f"the largest runs: {named}.")
+
+
+def _power_w(record: dict) -> float:
+    f = record["figures"]
+    return f["leakage_w"] + f["dynamic_energy_fj"] * 1e-15 * record["clock_hz"]
+
+
+def hierarchy_table(entries: list[dict], modules: dict) -> str:
+    """Each entry composed by hierarchy, as its top module's own glue and its submodules (each with everything
+    below it, counted per instance; named as in the block that first synthesized it)."""
+    lines = ["| block | parameters | part | instances | area µm² each | mW each | worst slack ps each | "
+             "Yosys CPU s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    recorded = {entry_key(e["block"], e["params"]) for e in entries}
+    for name, params in paper_size_runs():
+        if entry_key(name, params.as_dict()) not in recorded:
+            lines.append(f"| {name} | {label({'block': name, 'params': params.as_dict(), 'provenance': {}})} | not "
+                         f"recorded yet: `basedie synth {name}` | | | | | |")
+    for e in entries:
+        if e["provenance"].get("method") != "hierarchy":
+            continue
+        if e["figures"] is None:
+            p = e["provenance"]
+            lines.append(f"| {e['block']} | {label(e)} | attempted: module `{p['timed_out_module']}` over "
+                         f"{p['timed_out_after_s']:,.0f} s of Yosys CPU | | | | | {p['cpu_s']:,.0f} |")
+            continue
+        keys = e["provenance"]["modules"]
+        below = {child for k in keys for child in modules[k]["children"]}
+        [top] = [modules[k] for k in keys if k not in below]
+        parts = [(k, modules[k], n) for k, n in top["children"].items()]
+        glue_area = top["figures"]["area_um2"] - sum(n * r["figures"]["area_um2"] for _, r, n in parts)
+        glue_w = _power_w(top) - sum(n * _power_w(r) for _, r, n in parts)
+        lines.append(f"| {e['block']} | {label(e)} | own glue | 1 | {glue_area:,.0f} | {glue_w * 1e3:.2f} | "
+                     f"{top['figures']['path']['slack_ps']:,.0f} | {top['provenance']['cpu_s']:.0f} |")
+        for key, r, n in parts:
+            cpu = sum(modules[k]["provenance"]["cpu_s"] for k in _subtree(key, modules))
+            lines.append(f"| | | {r['module']} | {n:,} | {r['figures']['area_um2']:,.0f} | {_power_w(r) * 1e3:.2f} | "
+                         f"{r['worst']['slack_ps']:,.0f} | {cpu:.0f} |")
+    return "\n".join(lines)
+
+
+def _subtree(key: str, modules: dict) -> set[str]:
+    """The keys of a module and of every module below it."""
+    return {key}.union(*(_subtree(child, modules) for child in modules[key]["children"]))
 
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "results" / "ppa.md"
@@ -125,6 +176,7 @@ def _control(entries: list[dict]) -> tuple[float, float, str]:
             "the controller and the MMU; the paper lists no figure for them")
 
 
+PNM_TOP = "PNM top, by hierarchy"
 COMPONENTS = (("SIMD unit (16 lanes × 1,024)", _simd), ("buffer (1 MiB SRAM)", _buffer), ("vector unit", _vector),
               ("controller + MMU", _control))
 # Why each component's figures differ from DuoPD's (beside the library and corner, the 20 % vectorless activity
@@ -139,6 +191,9 @@ REASONS = {
                    "square root) of full FP32 units",
     "controller + MMU": "DuoPD gives no figure",
     "PNM total": "the sum of the rows; the PNM top's own glue (dot-product merge, narrowing, arbiter) is not in it",
+    PNM_TOP: "the paper-size `pnm` block composed by hierarchy: its 16 lanes of 1,024, the 1 MiB buffer (memories as "
+             "bit cells in the area, as flip-flops in the power), its own 8-lane vector unit (the width its 256-bit "
+             "rows feed, not the 128 assumed above), the controller, the MMU and the top's own glue",
 }
 
 
@@ -161,6 +216,14 @@ def duopd_rows(entries: list[dict]) -> list[tuple]:
     else:
         rows.append((f"{total}, at least", DUOPD_AREA_MM2[total], sum(r[2] for r in known), DUOPD_POWER_W[total],
                      sum(r[4] for r in known), "the components with figures only"))
+    try:
+        top = entry(entries, "pnm", **BLOCKS["pnm"].params().as_dict())
+        rows.append((PNM_TOP, DUOPD_AREA_MM2[total], mm2(top["area_with_sram_um2"]), DUOPD_POWER_W[total],
+                     top["power"]["total_w"], f"one entry; its worst path: slack {top['timing']['slack_ps']:,.0f} ps "
+                                              f"in `{top['timing']['module']}`"))
+    except LookupError as missing:
+        rows.append((PNM_TOP, DUOPD_AREA_MM2[total], None, DUOPD_POWER_W[total], None,
+                     f"no figures: {str(missing).strip(chr(39))}"))
     return rows
 
 
@@ -212,7 +275,7 @@ def streamdq_table(entries: list[dict]) -> str:
 def thermal_table(entries: list[dict]) -> str:
     thermal = Thermal(PACKAGE, AMBIENT_C)
     stacks = PAPER_HARDWARE.gpu.stacks
-    name, _, _, _, synthesized, _ = duopd_rows(entries)[-1]
+    name, _, _, _, synthesized, _ = next(r for r in duopd_rows(entries) if r[0].startswith("PNM total"))
     rows = ["| PNM power per stack | HBM node power (8 stacks) | HBM peak °C | GPU °C | DuoPD peak | refresh limit |",
             "| --- | --- | --- | --- | --- | --- |"]
     for label, pnm_w in (("paper: 6.45 W", PAPER_PNM_POWER_W), (f"synthesized ({name}): {synthesized:.2f} W", synthesized)):
@@ -231,10 +294,11 @@ def section(title: str, table) -> str:
         return f"### {title}\n\nNot available yet: {str(missing).strip(chr(39))}."
 
 
-def generated(entries: list[dict]) -> str:
+def generated(entries: list[dict], modules: dict) -> str:
     return "\n\n".join([
         BEGIN,
-        section("Every block and parameter set", lambda: markdown(entries)),
+        section("Every block and parameter set", lambda: markdown(entries, modules)),
+        section("The entries composed by hierarchy, part by part", lambda: hierarchy_table(entries, modules)),
         section("DuoPD §6.7: one PNM per HBM stack", lambda: duopd_table(entries)),
         section("StreamDQ §6.1, Table 5: one DQB", lambda: streamdq_table(entries)),
         section("Thermal check: the base die at the synthesized power", lambda: thermal_table(entries)),
@@ -246,15 +310,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite the generated part of {DOC.name}")
     args = parser.parse_args()
-    entries = load()
+    entries, modules = load(), load_modules()
     if not args.write:
-        print(markdown(entries))
+        print(markdown(entries, modules))
         return
     text = DOC.read_text()
     if BEGIN not in text or END not in text:
         sys.exit(f"error: {DOC} has no generated part ({BEGIN} ... {END})")
     head, rest = text.split(BEGIN, 1)
-    DOC.write_text(head + generated(entries) + rest.split(END, 1)[1])
+    DOC.write_text(head + generated(entries, modules) + rest.split(END, 1)[1])
     print(f"wrote {DOC}")
 
 

@@ -75,15 +75,20 @@ def load(path: Path = TABLE_PATH) -> tuple[dict, ...]:
     return tuple(e for e in table["entries"] if e["figures"] is not None)
 
 
-def block_power(block: str, path: Path = TABLE_PATH, **params) -> SynthesizedPower:
-    """The synthesized power of the one entry of `block` whose parameters include `params`."""
+def block_entry(block: str, path: Path = TABLE_PATH, **params) -> dict:
+    """The one synthesized entry of `block` whose parameters include `params`."""
     found = [e for e in load(path) if e["block"] == block and all(e["params"].get(k) == v for k, v in params.items())]
     if len(found) != 1:
         what = "no" if not found else f"{len(found)}"
         given = "".join(f" --param {k}={v}" for k, v in params.items())
         raise StaleTableError(f"{path}: {what} synthesized entries of {block} with {params or 'any parameters'}; "
                               f"run `basedie synth {block}{given}`")
-    entry = found[0]
+    return found[0]
+
+
+def block_power(block: str, path: Path = TABLE_PATH, **params) -> SynthesizedPower:
+    """The synthesized power of the one entry of `block` whose parameters include `params`."""
+    entry = block_entry(block, path, **params)
     power = entry["figures"]["power"]
     return SynthesizedPower(block=block, params=entry["params"], total_w=power["total_w"],
                             leakage_w=power["leakage_w"], dynamic_w=power["dynamic_w"],

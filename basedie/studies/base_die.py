@@ -20,10 +20,13 @@ from matplotlib.figure import Figure
 
 from basedie import verified
 from basedie.studies.tables import cell, write_csv
-from basedie.verified import project_root
+from basedie.verified import StaleTableError, project_root
+from rtl.registry import BLOCKS
 from sysmodel.errors import ConfigError
+from sysmodel.hardware import PAPER_HARDWARE
 from sysmodel.hbf.layout import resolve_layout
 from sysmodel.hbf.media import PAGE_BYTES
+from sysmodel.power import block_entry
 from sysmodel.quantized import Quantization
 from sysmodel.servers import KVDoesNotFit
 from sysmodel.simulate import SimulationConfig, simulate
@@ -54,6 +57,25 @@ ROWS = (("pd-1:1", "--system pd-1:1", {"system": "pd-1:1"}),
 # `*.Server.target_latency_percentile = 99`); applied to all three models, as no benchmark sets one for the others.
 SLO_MS = 40.0
 INPUT_LEN, OUTPUT_LEN, CV, SEED = 2048, 128, 0.1, 0
+
+
+def base_die_logic(fields: dict) -> tuple[float, float]:
+    """(mm², W) of one HBM stack's base-die logic in a row, from the synthesis table's paper-size entries (each
+    composed by hierarchy, `basedie synth`): the PNM top where decode runs on the PNMs (one per stack, DuoPD §4.2),
+    and one of Table 5's DQBs per pseudo-channel where they dequantize (the system model's count). Memories count
+    as SRAM bit cells. (0, 0) for a row without base-die logic; NaN where an entry is not in the table."""
+    parts = []
+    if fields["system"] == "duopd":
+        parts.append((1, "pnm"))
+    quantization = fields.get("quantization")
+    if quantization is not None and quantization.dequant == "dqb":
+        parts.append((PAPER_HARDWARE.gpu.pseudo_channels_per_stack, "dqb"))
+    try:
+        found = [(n, block_entry(name, **BLOCKS[name].params().as_dict())["figures"]) for n, name in parts]
+    except StaleTableError:
+        return math.nan, math.nan
+    return (sum(n * f["area_with_sram_um2"] for n, f in found) * 1e-6,
+            sum(n * f["power"]["total_w"] for n, f in found))
 
 
 @dataclass(frozen=True)
@@ -111,8 +133,9 @@ def study(scale: Scale, slo_ms: float, table) -> tuple[list[dict], list[dict]]:
                     if r["status"] != "ok" or r["tpot_p99_ms"] > slo_ms:
                         break
                     best = qps
+            logic_mm2, logic_w = base_die_logic(fields)
             headline.append({"key": f"{model} {name}", "model": model, "row": name, "flags": flags,
-                             "status": at_load["status"],
+                             "status": at_load["status"], "logic_mm2": logic_mm2, "logic_w": logic_w,
                              **{k: at_load.get(k, math.nan) for k in ("tpot_p50_ms", "ttft_p50_ms",
                                                                         "energy_j_per_token", "flash_read_gb")},
                              "energy_paper_j_per_token": paper.get("energy_j_per_token", math.nan),
@@ -146,12 +169,17 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
              "0: missed already at the lowest; >=: met at the highest. Only TPOT is constrained: in PD and DuoPD a longer "
              "prefill queue shows in TTFT, not TPOT. Flash read: bytes read from the HBF media (weights and KV). KV tokens: what the "
              "decode side's KV cache holds, the longest context × batch that fits (the batch of requests of "
-             f"{INPUT_LEN + OUTPUT_LEN} tokens that fits beside it). One row at "
+             f"{INPUT_LEN + OUTPUT_LEN} tokens that fits beside it). Base-die logic: one HBM stack's, from the "
+             "synthesis table's paper-size entries (docs/results/ppa.md, ASAP7, 20 % toggle rate at the design clock): "
+             "the PNM top where the PNMs decode, and "
+             f"{PAPER_HARDWARE.gpu.pseudo_channels_per_stack} of Table 5's DQBs (one per pseudo-channel) where they "
+             "dequantize; memories as SRAM bit cells; -: an entry not synthesized. One row at "
              f"one rate from the command line: `basedie simulate --model MODEL FLAGS --qps X --requests {scale.requests} "
              f"--input-len {INPUT_LEN} --output-len {OUTPUT_LEN} --length-cv {CV} --seed {SEED}`.", "",
              "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | J / output token, paper power "
-             f"| flash read GB | max QPS | KV tokens | batch of {INPUT_LEN + OUTPUT_LEN} | status |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"| flash read GB | max QPS | KV tokens | batch of {INPUT_LEN + OUTPUT_LEN} | base-die logic mm² "
+             "| base-die logic W | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h in headline:
         numbers = " | ".join("-" if math.isnan(h[k]) else f"{h[k]:.4g}" for k in (
             "tpot_p50_ms", "ttft_p50_ms", "energy_j_per_token", "energy_paper_j_per_token", "flash_read_gb"))
@@ -160,7 +188,9 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
                                                 f"{h['max_qps_at_slo']:g}")
         kv = "-" if math.isnan(h["kv_tokens"]) else f"{h['kv_tokens']:,} | {h['kv_tokens'] // (INPUT_LEN + OUTPUT_LEN):,}"
         kv = kv if kv != "-" else "- | -"
-        lines.append(f"| {h['model']} | {h['row']} | `{h['flags']}` | {numbers} | {best} | {kv} | {cell(h['status'])} |")
+        logic = " | ".join("-" if math.isnan(h[k]) else f"{h[k]:.4g}" for k in ("logic_mm2", "logic_w"))
+        lines.append(f"| {h['model']} | {h['row']} | `{h['flags']}` | {numbers} | {best} | {kv} | {logic} | "
+                     f"{cell(h['status'])} |")
     lines.append("")
     for model in dict.fromkeys(h["model"] for h in headline):
         # (the prefix row runs another workload: half of each prompt is already cached)

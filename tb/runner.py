@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rtl.generate import verilog_of
 from rtl.params import Params
-from rtl.registry import BLOCKS
+from rtl.registry import BLOCKS, Block
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUILD_ROOT = Path(os.environ.get("BASEDIE_BUILD_DIR", PROJECT_ROOT / "build"))
@@ -43,9 +43,12 @@ MAKE_VARIABLES = (
     "OPT_FAST=-O1",
 )
 HIER_MIN_INSTANCES = 64
-"""A module instantiated this many times or more is verilated once, as a hierarchical block: built flat, the
-1,024-wide lane's 2,047 FP units took most of an hour. Below it (every small set: the largest, `pnm_array`'s
-16 x 16, has 256) Verilator inlines as before; docs/results/fast-loop.md has the measurements."""
+"""A design in which some module has this many instances (counted through the hierarchy: 16 lanes of 1,024
+multipliers are 16,384) is built hierarchically: each module it instantiates more than once is verilated once, as a
+hierarchical block, instead of inlining every copy (built flat, the 1,024-wide lane's 2,047 FP units took most of
+an hour). Below it Verilator inlines as before, so no small set pytest builds changes; docs/results/fast-loop.md
+has the measurements."""
+_MODULE = re.compile(r"^module (\S+?) ?\(.*?^endmodule$", re.M | re.S)
 _INSTANCE = re.compile(r"^  (\\?\S+) \\?\S+ \($", re.M)  # Yosys writes `  <module> <instance> (` on a line of its own
 CLOCK_PERIOD_NS = 1  # benches count cycles; the period only scales waveform time stamps
 
@@ -109,9 +112,21 @@ def iverilog_version() -> str:
 
 
 def hier_blocks(text: str) -> tuple[str, ...]:
-    """The modules that the Verilog `text` instantiates at least `HIER_MIN_INSTANCES` times, sorted."""
-    counts = Counter(_INSTANCE.findall(text))
-    return tuple(sorted(name for name, count in counts.items() if count >= HIER_MIN_INSTANCES))
+    """The modules that Yosys's Verilog `text` instantiates more than once, sorted, when one of them has at least
+    `HIER_MIN_INSTANCES` instances in the elaborated design (`HIER_MIN_INSTANCES`); otherwise none."""
+    children = {match.group(1): Counter(_INSTANCE.findall(match.group(0))) for match in _MODULE.finditer(text)}
+    instances: Counter = Counter()
+
+    def count(module: str, copies: int) -> None:
+        for child, n in children.get(module, {}).items():
+            instances[child] += copies * n
+            count(child, copies * n)
+
+    for top in set(children) - {child for counts in children.values() for child in counts}:
+        count(top, 1)
+    if not instances or max(instances.values()) < HIER_MIN_INSTANCES:
+        return ()
+    return tuple(sorted(name for name, n in instances.items() if n > 1 and name in children))
 
 
 def hierarchical_args(blocks: tuple[str, ...], config: Path) -> list[str]:
@@ -148,14 +163,21 @@ def build_key(text: str, simulator: str, waves: bool) -> str:
     ]).encode()).hexdigest()[:16]
 
 
+def build_source(block: Block, params: Params) -> str:
+    """The Verilog a build compiles: each repeated submodule written once (`hierarchy=True`) when the design has
+    hierarchical blocks (`hier_blocks`), else Amaranth's own, whose builds the cache holds already."""
+    _, text = verilog_of(block, params, hierarchy=True)
+    return text if hier_blocks(text) else verilog_of(block, params)[1]
+
+
 def build(block_name: str, params: Params, waves: bool = False, simulator: str = "verilator",
           on_phase=None) -> Path:
-    """Generate the Verilog (each repeated submodule written once) and build its simulator, or reuse the cached
-    build of identical inputs. `on_phase("building")` is called when a build is needed."""
+    """Generate the Verilog (`build_source`) and build its simulator, or reuse the cached build of identical
+    inputs. `on_phase("building")` is called when a build is needed."""
     from cocotb_tools.runner import get_runner
 
     prepare_toolchain(simulator)
-    _, text = verilog_of(BLOCKS[block_name], params, hierarchy=True)
+    text = build_source(BLOCKS[block_name], params)
     build_args, product = (ICARUS_BUILD_ARGS, "sim.vvp") if simulator == "icarus" else (BUILD_ARGS, block_name)
     build_dir = BUILD_ROOT / "sim" / f"{block_name}-{simulator}-{build_key(text, simulator, waves)}"
     if (build_dir / product).exists():

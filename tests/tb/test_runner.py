@@ -77,18 +77,25 @@ def test_the_build_key_is_the_same_in_another_checkout_and_follows_the_waivers_c
     assert runner.build_key("module n; endmodule\n", "verilator", waves=False) != here
 
 
-def _yosys_style(counts: dict[str, int]) -> str:
-    """A top module instantiating each module `count` times, one `  <module> <instance> (` line per instance, as
-    Yosys's write_verilog does."""
-    lines = ["module top(clk);", "  input clk;"]
-    lines += [f"  {name} {name}{n} (\n    .clk(clk)\n  );" for name, count in counts.items() for n in range(count)]
-    return "\n".join([*lines, "endmodule", *(f"module {name}(clk);\n  input clk;\nendmodule" for name in counts)])
+def _yosys_style(design: dict[str, dict[str, int]]) -> str:
+    """Verilog of `design` (each module: how many instances of which modules it holds; the first is the top), one
+    `  <module> <instance> (` line per instance, as Yosys's write_verilog writes it."""
+    modules = {name: None for children in design.values() for name in children} | dict.fromkeys(design)
+    text = []
+    for name in modules:
+        lines = [f"  {child} {child}{n} (\n    .clk(clk)\n  );" for child, count in design.get(name, {}).items()
+                 for n in range(count)]
+        text += [f"module {name}(clk);", "  input clk;", *lines, "endmodule"]
+    return "\n".join(text) + "\n"
 
 
-def test_a_module_is_a_hierarchical_block_from_the_threshold_on(tmp_path) -> None:
+def test_a_design_with_a_module_repeated_often_enough_verilates_each_repeated_module_once(tmp_path) -> None:
+    """Instances count through the hierarchy: 2 lanes of n/2 multipliers are n multipliers."""
     n = runner.HIER_MIN_INSTANCES
-    assert runner.hier_blocks(_yosys_style({"often": n, "seldom": n - 1, "once": 1})) == ("often",)
-    assert runner.hier_blocks(_yosys_style({"b": n + 1, "a": 2 * n})) == ("a", "b")
+    assert runner.hier_blocks(_yosys_style({"top": {"often": n, "seldom": 2, "once": 1}})) == ("often", "seldom")
+    assert runner.hier_blocks(_yosys_style({"top": {"lane": 2, "x": 1}, "lane": {"mul": n // 2}})) == ("lane", "mul")
+    assert runner.hier_blocks(_yosys_style({"top": {"lane": 2}, "lane": {"mul": n // 2 - 1}})) == ()
+    assert runner.hier_blocks(_yosys_style({"top": {"often": n - 1}})) == ()
     assert runner.hierarchical_args((), tmp_path / "none.vlt") == [] and not (tmp_path / "none.vlt").exists()
     config = tmp_path / "hier.vlt"
     assert runner.hierarchical_args(("a", "b"), config) == [str(config), "--hierarchical"]
@@ -96,8 +103,8 @@ def test_a_module_is_a_hierarchical_block_from_the_threshold_on(tmp_path) -> Non
 
 
 def test_the_build_key_follows_the_hierarchical_blocks(monkeypatch) -> None:
-    """The same Verilog built with and without a hierarchical block is two builds."""
-    text = _yosys_style({"unit": 4})
+    """The same Verilog built with and without hierarchical blocks is two builds."""
+    text = _yosys_style({"top": {"unit": 4}})
     monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 5)
     flat = runner.build_key(text, "verilator", waves=False)
     monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 4)
@@ -108,7 +115,8 @@ def test_the_build_key_follows_the_hierarchical_blocks(monkeypatch) -> None:
 @beside_build("pnm_lane", width=2, sublane_width=1)
 def test_a_hierarchical_build_runs_the_bench_cycle_for_cycle_as_the_flat_one(tmp_path, monkeypatch) -> None:
     """The small lane (two FP16 multipliers, one FP32 adder) with its multiplier verilated once: its own model
-    beside the top's, and the bench, from the same random state, simulates the same cycles to the same figures."""
+    beside the top's (the adder, met once, is inlined), and the bench, from the same random state, simulates the
+    same cycles to the same figures."""
     from rtl.registry import BLOCKS
 
     params = BLOCKS["pnm_lane"].params(width=2, sublane_width=1)

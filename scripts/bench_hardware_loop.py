@@ -3,6 +3,7 @@ into docs.
 
     python scripts/bench_hardware_loop.py [--base main] [--block pnm] [--param NAME=VALUE ...] [--doc docs/results/fast-loop.md]
     python scripts/bench_hardware_loop.py --benches [BLOCK ...] [--base main] [--doc docs/results/fast-loop.md]
+    python scripts/bench_hardware_loop.py --builds BLOCK[:NAME=VALUE,...] ... [--run] [--after-only] [--base main]
 
 "Before" is the code of `--base` (a git ref), checked out with `git worktree add --detach` into a temporary folder
 and imported from there; "after" is this checkout. Each side generates the same block and parameters in a process
@@ -18,6 +19,12 @@ differences give the cost per streamed cycle without start-up and stimulus): the
 before and after alternately, block by block. Simulated cycles are the last test's end in cocotb's results file;
 CPU seconds the simulator process's user + system time (Python's start-up, stimulus and golden models included).
 The ratio is after ÷ before in cycles per CPU second.
+
+`--builds` measures the Verilator build of each named block and parameter set (`pnm_lane:width=1024,sublane_width=128`)
+from an empty build folder under the code of each side: wall and CPU seconds (generation, Verilator and the C++
+compiler) and the largest resident set of Verilator or a compiler. With `--run` each side then runs the bench on its
+build with the same random-reset seed, whose simulated cycles must agree. `--after-only` skips the "before" side
+(for designs it cannot build on this machine).
 """
 import argparse
 import json
@@ -31,6 +38,7 @@ from rtl.registry import BLOCKS
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench_hardware_loop: begin -->", "<!-- bench_hardware_loop: end -->"
+BUILD_MARKERS = ("<!-- bench_builds: begin -->", "<!-- bench_builds: end -->")
 BENCH_MARKERS = {soak: (f"<!-- bench_speed{'_soak' if soak else ''}: begin -->",
                         f"<!-- bench_speed{'_soak' if soak else ''}: end -->") for soak in (False, True)}
 # Runs `basedie generate` in this process and prints what the kernel counted for it and for its children.
@@ -63,6 +71,61 @@ stops = [float(p.get("value")) for p in ET.parse(results).iter("property") if p.
 print(json.dumps({"cpu_s": ended.ru_utime + ended.ru_stime - started.ru_utime - started.ru_stime,
                   "cycles": round(max(stops) / CLOCK_PERIOD_NS)}))
 """
+
+
+# Builds one block and parameter set into an empty BASEDIE_BUILD_DIR and prints what the kernel counted; with a
+# fourth argument "run", then runs its bench with seed 1 and adds the simulated cycles.
+BUILD_RUN = r"""
+import json, resource, sys, time, xml.etree.ElementTree as ET
+from pathlib import Path
+from rtl.registry import BLOCKS
+from tb.runner import BUILD_ROOT, CLOCK_PERIOD_NS, build, run_bench, run_name
+block, params, run = sys.argv[1], BLOCKS[sys.argv[1]].params(**json.loads(sys.argv[2])), sys.argv[3] == "run"
+started = time.monotonic()
+build(block, params)
+me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+figures = {"wall_s": time.monotonic() - started,
+           "cpu_s": me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime,
+           "python_rss_mb": me.ru_maxrss / 1024, "child_rss_mb": children.ru_maxrss / 1024}
+if run:
+    run_bench(block, BLOCKS[block].bench.module, params, seed=1)
+    results = BUILD_ROOT / "runs" / run_name(block, params) / "results.xml"
+    stops = [float(p.get("value")) for p in ET.parse(results).iter("property") if p.get("name") == "sim_time_stop"]
+    figures["cycles"] = round(max(stops) / CLOCK_PERIOD_NS)
+print(json.dumps(figures))
+"""
+
+
+def build_cost(source: Path, spec: str, folder: Path, run: bool) -> dict:
+    """Build `spec` (`block[:name=value,...]`) with the code of `source` into the empty build folder `folder`."""
+    block, _, assignments = spec.partition(":")
+    if block not in BLOCKS or BLOCKS[block].bench is None:
+        raise SystemExit(f"no bench for {block!r}: choose among {', '.join(BLOCKS)}")
+    params = BLOCKS[block].params.from_strings(dict(a.split("=", 1) for a in assignments.split(",") if a))
+    env = {**os.environ, "BASEDIE_BUILD_DIR": str(folder),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-c", BUILD_RUN, block, json.dumps(params.as_dict()),
+                             "run" if run else "build"], env=env, cwd=source, capture_output=True, text=True)
+    if result.returncode:
+        raise SystemExit(f"building {spec} in {source} failed: {result.stderr.strip()[-800:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def build_table(base: str | None, specs: list[str], run: bool, before: dict, after: dict) -> str:
+    """Each build's wall and CPU seconds and largest child RSS, before and after (and the bench's cycles)."""
+    sides = ([("before", before)] if base else []) + [("after", after)]
+    keys = [("wall s", "wall_s", "{:,.0f}"), ("CPU s", "cpu_s", "{:,.0f}"),
+            ("largest RSS of a child (MB)", "child_rss_mb", "{:,.0f}")] + ([("cycles", "cycles", "{:,}")] if run else [])
+    command = (f"--builds {' '.join(specs)}" + (" --run" if run else "")
+               + (f" --base {base}" if base else " --after-only"))
+    header = ["build"] + [f"{label} {side}" for label, _, _ in keys for side, _ in sides]
+    lines = [f"Verilator builds from an empty build folder" + (f", before (`{base}`) and after, one after the other"
+             if base else "") + f" on this machine (`python scripts/bench_hardware_loop.py {command}`):", "",
+             "| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for spec in specs:
+        row = [f"`{spec}`"] + [form.format(figures[spec][key]) for _, key, form in keys for _, figures in sides]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def bench_speed(source: Path, block: str, runs: Path, soak: int) -> dict:
@@ -151,6 +214,10 @@ def main() -> None:
                         help="measure these blocks' benches instead (no name: every registered bench)")
     parser.add_argument("--soak", type=int, default=0, metavar="N",
                         help="with --benches: run each bench's soak test of N beats per port instead of its tests")
+    parser.add_argument("--builds", nargs="+", metavar="BLOCK[:NAME=VALUE,...]",
+                        help="measure these Verilator builds instead, each from an empty build folder")
+    parser.add_argument("--run", action="store_true", help="with --builds: then run each bench on its build")
+    parser.add_argument("--after-only", action="store_true", help="with --builds: build with this checkout only")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "results" / "fast-loop.md", help="the page to write into")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_hardware_loop-") as folder:
@@ -158,7 +225,14 @@ def main() -> None:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.base], check=True,
                        capture_output=True)
         try:
-            if args.benches is not None:
+            if args.builds:
+                before, after = {}, {}
+                for n, spec in enumerate(args.builds):
+                    if not args.after_only:
+                        before[spec] = build_cost(old, spec, Path(folder) / f"build-before{n}", args.run)
+                    after[spec] = build_cost(ROOT, spec, Path(folder) / f"build-after{n}", args.run)
+                    print(spec, before.get(spec), after[spec], flush=True)
+            elif args.benches is not None:
                 blocks = args.benches or [name for name, block in BLOCKS.items() if block.bench is not None]
                 unknown = [name for name in blocks if name not in BLOCKS or BLOCKS[name].bench is None]
                 if unknown:
@@ -174,6 +248,11 @@ def main() -> None:
                 after = generate(ROOT, args.block, args.param, Path(folder) / "out-after")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=True)
+    if args.builds:
+        text = build_table(None if args.after_only else args.base, args.builds, args.run, before, after)
+        print(text)
+        write_table(args.doc, text, *BUILD_MARKERS)
+        return
     if args.benches is not None:
         text = bench_table(args.base, blocks, args.soak, before, after)
         print(text)

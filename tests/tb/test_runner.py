@@ -75,3 +75,54 @@ def test_the_build_key_is_the_same_in_another_checkout_and_follows_the_waivers_c
     elsewhere.write_text(elsewhere.read_text() + "lint_off -rule UNUSED\n")
     assert runner.build_key("module m; endmodule\n", "verilator", waves=False) != here
     assert runner.build_key("module n; endmodule\n", "verilator", waves=False) != here
+
+
+def _yosys_style(design: dict[str, dict[str, int]]) -> str:
+    """Verilog of `design` (each module: how many instances of which modules it holds; the first is the top), one
+    `  <module> <instance> (` line per instance, as Yosys's write_verilog writes it."""
+    modules = {name: None for children in design.values() for name in children} | dict.fromkeys(design)
+    text = []
+    for name in modules:
+        lines = [f"  {child} {child}{n} (\n    .clk(clk)\n  );" for child, count in design.get(name, {}).items()
+                 for n in range(count)]
+        text += [f"module {name}(clk);", "  input clk;", *lines, "endmodule"]
+    return "\n".join(text) + "\n"
+
+
+def test_a_design_with_a_module_repeated_often_enough_verilates_each_repeated_module_once(tmp_path) -> None:
+    """Instances count through the hierarchy: 2 lanes of n/2 multipliers are n multipliers."""
+    n = runner.HIER_MIN_INSTANCES
+    assert runner.hier_blocks(_yosys_style({"top": {"often": n, "seldom": 2, "once": 1}})) == ("often", "seldom")
+    assert runner.hier_blocks(_yosys_style({"top": {"lane": 2, "x": 1}, "lane": {"mul": n // 2}})) == ("lane", "mul")
+    assert runner.hier_blocks(_yosys_style({"top": {"lane": 2}, "lane": {"mul": n // 2 - 1}})) == ()
+    assert runner.hier_blocks(_yosys_style({"top": {"often": n - 1}})) == ()
+    assert runner.hierarchical_args((), tmp_path / "none.vlt") == [] and not (tmp_path / "none.vlt").exists()
+    config = tmp_path / "hier.vlt"
+    assert runner.hierarchical_args(("a", "b"), config) == [str(config), "--hierarchical"]
+    assert config.read_text() == '`verilator_config\nhier_block -module "a"\nhier_block -module "b"\n'
+
+
+def test_the_build_key_follows_the_hierarchical_blocks(monkeypatch) -> None:
+    """The same Verilog built with and without hierarchical blocks is two builds."""
+    text = _yosys_style({"top": {"unit": 4}})
+    monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 5)
+    flat = runner.build_key(text, "verilator", waves=False)
+    monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 4)
+    assert runner.build_key(text, "verilator", waves=False) != flat
+
+
+@pytest.mark.verilator
+@beside_build("pnm_lane", width=2, sublane_width=1)
+def test_a_hierarchical_build_runs_the_bench_cycle_for_cycle_as_the_flat_one(tmp_path, monkeypatch) -> None:
+    """The small lane (two FP16 multipliers, one FP32 adder) with its multiplier verilated once: its own model
+    beside the top's (the adder, met once, is inlined), and the bench, from the same random state, simulates the
+    same cycles to the same figures."""
+    from rtl.registry import BLOCKS
+
+    params = BLOCKS["pnm_lane"].params(width=2, sublane_width=1)
+    flat = runner.run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "flat", seed=7)
+    monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 2)
+    build_dir = runner.build("pnm_lane", params)
+    assert (build_dir / "Vpnm_fp16_mul_fp32").is_dir() and not (build_dir / "Vpnm_fp32_add").exists()
+    hierarchical = runner.run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "hier", seed=7)
+    assert hierarchical == flat and flat["cycles_simulated"] > 0

@@ -6,7 +6,7 @@ op has the same latency; a reduction tree over the lanes and an accumulator acro
 import math
 from functools import cache
 
-from amaranth.hdl import Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import Const, Fragment, Module, Mux, Shape, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -96,8 +96,10 @@ def lane_chain(stages: Stages, op: Value, a: Value, b: Value, c: Value, d: Value
 @cache
 def chain_stages() -> int:
     """`lane_chain`'s depth, counted on a lane built apart: it follows from the FP units' latencies."""
-    stages = Stages(Module(), Const(1))
+    m = Module()
+    stages = Stages(m, Const(1))
     lane_chain(stages, Const(0, Shape.cast(Op)), *(Const(0, FP32.width) for _ in range(4)))
+    Fragment.get(m, None)  # elaborated, as every module must be
     return stages.count
 
 

@@ -19,19 +19,18 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..fp.add import fp32_add
-from ..fp.convert import fp32_narrow, to_fp32
+from ..fp.add import FP32Add, fp32_add
+from ..fp.convert import FP32Narrow, ToFP32, fp32_narrow, to_fp32
 from ..fp.formats import BF16, FP8_E4M3, FP16
-from ..fp.multiply import fp32_mul
+from ..fp.multiply import FP32Mul, fp32_mul
 from ..pipeline import Stages
 from .int_lut import IntLUT, sign_extend_int4
 from .params import DQBParams
 from .ports import Kind, gpu_response, history_entry, mc_response
 from .tags import decode
 
-# Stages from the splitting stage's output to the response register: select, convert, add (3), multiply (3),
-# narrow (2).
-DATAPATH_STAGES = 10
+# Stages from the splitting stage's output to the response register: select, convert, add, multiply, narrow.
+DATAPATH_STAGES = 1 + ToFP32.latency + FP32Add.latency + FP32Mul.latency + FP32Narrow.latency
 
 
 def delayed(m: Module, advance: Value, value: Value, stages: int, name: str) -> Value:
@@ -167,7 +166,7 @@ class DataProcessing(wiring.Component):
         return stages(**values)
 
     def _lane(self, m: Module, lane: Stages, lut: IntLUT, selected, k: int) -> tuple[Value, Value]:
-        """Stages 2–10 of lane `k`: exact conversions, x − z, · s, narrow to FP16 and to BF16."""
+        """Stages 2 to `DATAPATH_STAGES` of lane `k`: exact conversions, x − z, · s, narrow to FP16 and to BF16."""
         def to_f32(code: Value, port: int) -> Value:
             m.d.comb += lut.codes[port].eq(code)
             return Mux(selected.fp8, to_fp32(FP8_E4M3, code), lut.values[port])
@@ -178,7 +177,7 @@ class DataProcessing(wiring.Component):
             s=Mux(selected.bf16, to_fp32(BF16, s), to_fp32(FP16, s)),
         )
         difference = fp32_add(lane, converted.x, converted.negated_z)
-        scale = delayed(m, lane.advance, converted.s, 3, f"lane{k}_scale")
+        scale = delayed(m, lane.advance, converted.s, FP32Add.latency, f"lane{k}_scale")
         product = fp32_mul(lane, difference, scale)
         return (fp32_narrow(lane.fork(), product, FP16, self.params.rounding),
                 fp32_narrow(lane.fork(), product, BF16, self.params.rounding))

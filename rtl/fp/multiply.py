@@ -1,9 +1,10 @@
 """Floating-point multipliers: FP32 × FP32 (rounded) and FP16 × FP16 → FP32 (exact)."""
-from amaranth.hdl import Cat, Mux, Value
+from amaranth.hdl import Cat, Const, Mux, Value
 
 from ..pipeline import Stages
+from .arithmetic import carry_save_product, carry_select_sum, prefix_sum
 from .binary import BinaryUnit
-from .bits import leading_zeros, round_nearest_even, shift_right_sticky, unpack
+from .bits import leading_zeros, round_nearest_even, unpack
 from .formats import FP16, FP32, FloatFormat
 
 
@@ -40,19 +41,29 @@ def fp32_mul(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
         exponent=a_exponent + b_exponent - FP32.bias,
         **_special_cases(unpack(FP32, a_bits), unpack(FP32, b_bits)),
     )
-    s2 = stages(product=s1.a * s1.b, exponent=s1.exponent,
+    rows = carry_save_product(stages, s1.a, s1.b)
+    s2 = stages(rows=Cat(*rows), exponent=s1.exponent,
                 sign=s1.sign, is_nan=s1.is_nan, is_inf=s1.is_inf, is_zero=s1.is_zero)
+    s3 = stages(product=carry_select_sum(stages, s2.rows[:48], s2.rows[48:]), exponent=s2.exponent,
+                sign=s2.sign, is_nan=s2.is_nan, is_inf=s2.is_inf, is_zero=s2.is_zero)
 
-    top = s2.product[47]
-    n = stages.nets(normalized=Mux(top, s2.product, s2.product << 1)[:48],  # leading one at bit 47
-                    exponent=s2.exponent + top)
-    exponent = n.exponent
+    top = s3.product[47]
+    exponent = stages.nets(exponent=s3.exponent + top).exponent
     subnormal = exponent < 1
-    aligned = stages.nets(aligned=Cat(*shift_right_sticky(n.normalized, Mux(subnormal, 1 - exponent, 0)[:10]))).aligned
-    packed = Cat(aligned[24:47], Mux(subnormal, 0, exponent)[:8])
-    rounded = round_nearest_even(packed, aligned[23], (aligned[:23] != 0) | aligned[48])
-    magnitude = Mux(exponent >= FP32.exponent_max, FP32.infinity, rounded)
-    return stages(result=_finish(magnitude, s2)).result
+    shift = stages.nets(shift=Mux(subnormal, 1 - exponent, 0)[:10]).shift
+    s4 = stages(normalized=Mux(top, s3.product, s3.product << 1)[:48],  # leading one at bit 47
+                exponent=Mux(subnormal, 0, exponent)[:8], shift=shift, overflow=exponent >= FP32.exponent_max,
+                # The bits a subnormal result shifts out, decoded a stage ahead of the shift (they feed its sticky bit).
+                lost=~(Const(-1, 48) << shift)[:48],
+                sign=s3.sign, is_nan=s3.is_nan, is_inf=s3.is_inf, is_zero=s3.is_zero)
+
+    shifted = s4.normalized >> s4.shift
+    s5 = stages(packed=Cat(shifted[24:47], s4.exponent), guard=shifted[23],
+                sticky=(shifted[:23] != 0) | (s4.normalized & s4.lost).any(),
+                overflow=s4.overflow, sign=s4.sign, is_nan=s4.is_nan, is_inf=s4.is_inf, is_zero=s4.is_zero)
+    rounded = round_nearest_even(s5.packed, s5.guard, s5.sticky)
+    magnitude = Mux(s5.overflow, FP32.infinity, rounded)
+    return stages(result=_finish(magnitude, s5)).result
 
 
 def fp16_mul_fp32(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
@@ -60,14 +71,16 @@ def fp16_mul_fp32(stages: Stages, a_bits: Value, b_bits: Value) -> Value:
     a_significand, a_exponent = _normalized(stages, FP16, a_bits)
     b_significand, b_exponent = _normalized(stages, FP16, b_bits)
     s1 = stages(
-        product=a_significand * b_significand,
+        a=a_significand, b=b_significand,
         # FP32 biased exponent of the product while its leading one sits at bit 20 of the 22-bit product.
         exponent=a_exponent + b_exponent - 2 * FP16.bias + FP32.bias,
         **_special_cases(unpack(FP16, a_bits), unpack(FP16, b_bits)),
     )
-    top = s1.product[21]
-    fraction = Mux(top, s1.product[:21] << 2, s1.product[:20] << 3)[:FP32.mantissa_bits]
-    return stages(result=_finish(Cat(fraction, (s1.exponent + top)[:8]), s1)).result
+    s2 = stages(product=prefix_sum(stages, *carry_save_product(stages, s1.a, s1.b))[:22], exponent=s1.exponent,
+                sign=s1.sign, is_nan=s1.is_nan, is_inf=s1.is_inf, is_zero=s1.is_zero)
+    top = s2.product[21]
+    fraction = Mux(top, s2.product[:21] << 2, s2.product[:20] << 3)[:FP32.mantissa_bits]
+    return stages(result=_finish(Cat(fraction, (s2.exponent + top)[:8]), s2)).result
 
 
 class FP32Mul(BinaryUnit):
@@ -76,7 +89,7 @@ class FP32Mul(BinaryUnit):
     Stages: (1) unpack and normalize subnormal operands, (2) multiply significands, (3) normalize, round, pack.
     """
 
-    latency = 3
+    latency = 6
     operand_format = FP32
     function = staticmethod(fp32_mul)
 
@@ -87,6 +100,6 @@ class FP16MulFP32(BinaryUnit):
     Stages: (1) unpack, normalize and multiply the 11-bit significands, (2) normalize and pack.
     """
 
-    latency = 2
+    latency = 3
     operand_format = FP16
     function = staticmethod(fp16_mul_fp32)

@@ -1,7 +1,7 @@
 """The pipeline shared by the PNM lane and the compute array: FP16 products, FP32 adder trees, accumulators.
 
-Every lane multiplies `width` FP16 operand pairs exactly into FP32 (`fp16_mul_fp32`, 2 stages) and reduces
-them with FP32 round-to-nearest-even additions (`fp32_add`, 3 stages per tree level) in one fixed order:
+Every lane multiplies `width` FP16 operand pairs exactly into FP32 (`fp16_mul_fp32`) and reduces
+them with FP32 round-to-nearest-even additions (`fp32_add`, its stages per tree level) in one fixed order:
 a balanced pairwise tree over adjacent elements (one 2-input `fp32_add` per node, log2(width) levels). The
 paper's 8-way adder trees (§4.2) are this tree grouped three levels at a time: an 8-input node built from
 balanced binary trees is the same network, so the fan-in is no parameter. After
@@ -16,15 +16,15 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..fp.add import fp32_add
+from ..fp.add import FP32Add, fp32_add
 from ..fp.formats import FP16, FP32
-from ..fp.multiply import fp16_mul_fp32
+from ..fp.multiply import FP16MulFP32, fp16_mul_fp32
 from ..pipeline import SharedDatapath, Stages, Wires
 from .params import LaneParams
 from .ports import Mode, lane_operands, output_layout
 
-MULTIPLY_STAGES = 2  # fp16_mul_fp32
-ADD_STAGES = 3  # fp32_add
+MULTIPLY_STAGES = FP16MulFP32.latency
+ADD_STAGES = FP32Add.latency
 
 
 def elements(payload: data.View, *path: str | int) -> list[Value]:

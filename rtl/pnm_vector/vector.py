@@ -4,13 +4,14 @@ Each lane runs one fixed chain of pipelined FP32 steps (`lane_chain`) whose oper
 op has the same latency; a reduction tree over the lanes and an accumulator across beats follow.
 """
 import math
+from functools import cache
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Fragment, Module, Mux, Shape, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from ..fp.add import fp32_add
+from ..fp.add import FP32Add, fp32_add
 from ..fp.formats import FP32
 from ..pipeline import Stages, Wires
 from . import approx
@@ -21,8 +22,7 @@ from .ports import RESULTS, Op, Reduce, input_layout, output_layout
 GELU_G1 = approx.fp32(-2 * math.sqrt(2 / math.pi))
 GELU_G2 = approx.fp32(-2 * math.sqrt(2 / math.pi) * 0.044715)
 NEG_INF = FP32.infinity | approx.NEG_ZERO
-CHAIN_STAGES = 123  # lane_chain's depth, checked at elaboration
-TREE_LEVEL_STAGES = 3  # one fp32_add
+TREE_LEVEL_STAGES = FP32Add.latency
 
 
 def _ops(carry: dict) -> dict[Op, Value]:
@@ -93,6 +93,16 @@ def lane_chain(stages: Stages, op: Value, a: Value, b: Value, c: Value, d: Value
     return [out.r0, out.r1, out.r2, out.r3]
 
 
+@cache
+def chain_stages() -> int:
+    """`lane_chain`'s depth, counted on a lane built apart: it follows from the FP units' latencies."""
+    m = Module()
+    stages = Stages(m, Const(1))
+    lane_chain(stages, Const(0, Shape.cast(Op)), *(Const(0, FP32.width) for _ in range(4)))
+    Fragment.get(m, None)  # elaborated, as every module must be
+    return stages.count
+
+
 def reduce_tree(stages: Stages, kind: Value, values: list[Value], carry: dict) -> tuple[Value, dict]:
     """The lanes' values folded by a balanced tree of adjacent pairs, each node a sum or a max by `kind`."""
     while len(values) > 1:
@@ -124,7 +134,7 @@ class PNMVector(wiring.Component):
 
     def __init__(self, params: VectorParams = VectorParams()) -> None:
         self.params = params
-        self.latency = CHAIN_STAGES + TREE_LEVEL_STAGES * ceil_log2(params.width) + 1
+        self.latency = chain_stages() + TREE_LEVEL_STAGES * ceil_log2(params.width) + 1
         super().__init__({"i": In(stream.Signature(input_layout(params.width))),
                           "o": Out(stream.Signature(output_layout(params.width)))})
 
@@ -138,13 +148,11 @@ class PNMVector(wiring.Component):
         for k in range(self.params.width):
             lane = beat.lanes[k]
             lanes.append(lane_chain(stages.fork(), Value.cast(beat.op), lane.a, lane.b, lane.c, lane.d))
-        if stages.depth != CHAIN_STAGES:
-            raise AssertionError(f"the lane chain states {CHAIN_STAGES} stages but has {stages.depth}")
-        stages.count = CHAIN_STAGES
+        stages.count = stages.depth
         # The controls travel beside the chain, registered at every stage boundary.
         carry = {"reduce": Value.cast(beat.reduce), "last": beat.last}
         control = Stages(m, advance)
-        while control.count < CHAIN_STAGES:
+        while control.count < stages.count:
             carry = vars(control(**carry))
         carry["lanes"] = [v for lane in lanes for v in lane]
         value, carry = reduce_tree(stages, carry["reduce"], [lane[0] for lane in lanes],

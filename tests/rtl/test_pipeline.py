@@ -44,7 +44,7 @@ class _TwoLanes(PipelinedUnit):
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # the refused module
 def test_stated_latency_must_match_the_stages() -> None:
-    Fragment.get(_TwoLanes(latency=2), None)     # elaboration builds the stages and checks them
-    with pytest.raises(AssertionError, match="states latency 3 but its datapath has 2 stages"):
-        Fragment.get(_TwoLanes(latency=3), None)
+    Fragment.get(_TwoLanes(latency=3), None)     # elaboration builds the stages and checks them
+    with pytest.raises(AssertionError, match="states latency 4 but its datapath has 3 stages"):
+        Fragment.get(_TwoLanes(latency=4), None)
     gc.collect()

@@ -51,7 +51,7 @@ BENCH_RUN = r"""
 import json, resource, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 from rtl.registry import BLOCKS
-from tb.runner import CLOCK_PERIOD_NS, build, run_bench, run_name
+from basedie.flow.runner import CLOCK_PERIOD_NS, build, run_bench, run_name
 block, runs, soak = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 params = BLOCKS[block].params(**BLOCKS[block].bench.configs[0])
 build(block, params)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from tb import runner
+from basedie.flow import runner
 
 from tests.bench_configurations import beside_build
 

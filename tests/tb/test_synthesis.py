@@ -16,8 +16,8 @@ from amaranth.lib.wiring import In, Out
 from basedie.cli import main
 from rtl.generate import verilog_of
 from rtl.registry import BLOCKS
-from tb import synthesis
-from tb.synthesis import Netlist, SynthesisError, figures, run_yosys
+from basedie.flow import synthesis
+from basedie.flow.synthesis import Netlist, SynthesisError, figures, run_yosys
 
 from tests.bench_configurations import bench_params
 
@@ -149,7 +149,7 @@ def test_fp32_add_area_matches_yosys_own_liberty_area() -> None:
     import subprocess
     import tempfile
     from basedie import liberty
-    from tb.yosys import COMMAND
+    from basedie.flow.yosys import COMMAND
 
     entry = synthesis.synthesize("fp32_add", BLOCKS["fp32_add"].params())
     f = entry["figures"]

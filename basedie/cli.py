@@ -183,8 +183,8 @@ def _add_synth(commands) -> None:
 
 def _synth(args) -> int:
     from rtl.registry import BLOCKS
-    from tb.runner import non_default
-    from tb.synthesis import TABLE_PATH, bench_runs, entry_key, load, load_modules, store, synthesize
+    from basedie.flow.runner import non_default
+    from basedie.flow.synthesis import TABLE_PATH, bench_runs, entry_key, load, load_modules, store, synthesize
 
     names = _block_names(args.block)
     overrides = _parse_overrides(args.param)
@@ -237,8 +237,8 @@ def _add_prove(commands) -> None:
 
 
 def _prove(args) -> int:
-    from tb.formal.prove import PROPERTIES, planned, prove
-    from tb.formal.sby import ToolMissing
+    from basedie.flow.prove import PROPERTIES, planned, prove
+    from basedie.flow.sby import ToolMissing
 
     blocks = args.blocks or list(PROPERTIES)
     for block in blocks:
@@ -319,7 +319,7 @@ def _generate(args) -> int:
         verilog_path, manifest_path = write(block, params, args.out)
         print(f"{verilog_path}  {manifest_path}")
         if args.lint:
-            from tb.runner import lint
+            from basedie.flow.runner import lint
 
             problems = lint(verilog_path, block.name)
             for line in problems:
@@ -334,7 +334,7 @@ def _verify(args) -> int:
 
     from basedie.verified import TABLE_PATH, store
     from rtl.registry import BLOCKS
-    from tb.verify import planned_runs, verify
+    from basedie.flow.verify import planned_runs, verify
 
     names = [name for block in args.blocks for name in _block_names(block)]
     memory = _memory_model(args.memory_model, names)
@@ -361,7 +361,7 @@ def _verify(args) -> int:
     started = time.monotonic()
     if args.scheduler:
         from basedie.sweep import Cluster
-        from tb.dask_verify import verify_on
+        from basedie.flow.dask_verify import verify_on
 
         with Cluster(args.scheduler, None) as client:
             entries = verify_on(client, runs, args.waves)
@@ -371,7 +371,7 @@ def _verify(args) -> int:
           params_fields={name: [f.name for f in fields(block.params)] for name, block in BLOCKS.items()})
     _print_summary(entries, time.monotonic() - started, table)
     if args.waves:
-        from tb.runner import BUILD_ROOT
+        from basedie.flow.runner import BUILD_ROOT
 
         print(f"waveforms: {BUILD_ROOT / 'runs'}/<block>[-<parameters that differ from the defaults>]/dump.vcd")
     return 0
@@ -383,7 +383,7 @@ def _soak(names: list[str], params, table: Path, args, memory: str | None) -> in
 
     from basedie.verified import add_figures, entries_missing, sources_digest
     from rtl.registry import BLOCKS
-    from tb.verify import soak_runs, verify
+    from basedie.flow.verify import soak_runs, verify
 
     if args.soak < 1:
         raise UsageError(f"--soak {args.soak}: the beats per port must be at least 1")
@@ -426,8 +426,8 @@ def _memory_model(model: str | None, names: list[str]) -> str | None:
 def _check_icarus(names: list[str], params, args) -> int:
     """Every bench run of `names` under Icarus, or only `params` (the --param set of one block)."""
     from rtl.registry import BLOCKS
-    from tb.icarus import check
-    from tb.runner import ToolchainError, run_name
+    from basedie.flow.icarus import check
+    from basedie.flow.runner import ToolchainError, run_name
 
     started = time.monotonic()
     try:
@@ -455,7 +455,7 @@ def _runs(count: int) -> str:
 
 def _print_summary(entries, seconds: float, table: Path) -> None:
     from rtl.registry import BLOCKS
-    from tb.runner import non_default
+    from basedie.flow.runner import non_default
 
     headline = ("latency_cycles", "initiation_interval", "beats_per_cycle", "vectors_checked")
     rows = [("block", "parameters", "latency", "II", "beats/cycle", "vectors", "cycles", "other figures")]

@@ -51,15 +51,27 @@ def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
-def _imported_sources(module: str, package: str, root: Path, known: dict | None = None) -> dict[str, Path]:
-    """`module` and every module of `package` it imports, transitively, with the `__init__` files that run on
-    import (read with `ast`, never imported). `known`: `_module`'s answers, shared by the calls of one `load`."""
+BENCH_PACKAGES = ("tb", "basedie.flow.runner", "basedie.weights")
+"""What a bench's figures depend on beside its block's `rtl/` closure: the benches, stimulus and golden models,
+the build and run flow that compiles and runs them, and the quantized-weight layouts they read."""
+
+
+BENCH_PACKAGES = ("tb", "basedie.flow.runner", "basedie.weights")
+"""What a bench's figures depend on beside its block's `rtl/` closure: the benches, stimulus and golden models,
+the build and run flow that compiles and runs them, and the quantized-weight layouts they read."""
+
+
+def _imported_sources(module: str, packages: tuple[str, ...], root: Path,
+                      known: dict | None = None) -> dict[str, Path]:
+    """`module` and every module under `packages` (dotted package or module names) it imports, transitively,
+    with the `__init__` files that run on import (read with `ast`, never imported). `known`: `_module`'s
+    answers, shared by the calls of one `load`."""
     known = {} if known is None else known
     found: dict[str, Path] = {}
     pending = [module]
     while pending:
         name = pending.pop()
-        if name in found or name.split(".")[0] != package:
+        if name in found or not any(name == p or name.startswith(p + ".") for p in packages):
             continue
         if name not in known:
             known[name] = _module(name, root)
@@ -176,7 +188,8 @@ def sources(rtl_module: str, bench_module: str, root: Path | None = None, known:
     shared by calls while the files do not change (`_imported_sources`)."""
     root = root or project_root()
     known = {} if known is None else known
-    found = _imported_sources(rtl_module, "rtl", root, known) | _imported_sources(bench_module, "tb", root, known)
+    found = (_imported_sources(rtl_module, ("rtl",), root, known)
+             | _imported_sources(bench_module, BENCH_PACKAGES, root, known))
     return sorted(set(found.values()))
 
 
@@ -198,7 +211,7 @@ def sources_digest(rtl_module: str, bench_module: str, root: Path | None = None,
 def rtl_digest(rtl_module: str, root: Path | None = None) -> str:
     """The digest of a block's `rtl/` closure alone: what its generated Verilog (and synthesis) depends on."""
     root = root or project_root()
-    return _digest(_imported_sources(rtl_module, "rtl", root).values(), root)
+    return _digest(_imported_sources(rtl_module, ("rtl",), root).values(), root)
 
 
 def tool_versions() -> dict[str, str]:

@@ -18,15 +18,15 @@ from .fp.multiply import FP16MulFP32, FP32Mul
 from .mmu.mmu import MMU
 from .mmu.params import MMUParams
 from .params import NoParams, Params
-from .pnm.array import PNMArray
-from .pnm.lane import PNMLane
-from .pnm.params import ArrayParams, LaneParams
+from .pnm_lane.array import PNMArray
+from .pnm_lane.lane import PNMLane
+from .pnm_lane.params import ArrayParams, LaneParams
 from .pnm_controller.controller import PNMController
 from .pnm_controller.params import ControllerParams
 from .pnm_buffer.buffer import PNMBuffer
 from .pnm_buffer.params import BufferParams
-from .pnm_top.params import PNMParams
-from .pnm_top.top import PNM
+from .pnm.params import PNMParams
+from .pnm.top import PNM
 from .pnm_vector.params import VectorParams
 from .pnm_vector.vector import PNMVector
 
@@ -97,10 +97,10 @@ register(Block("mmu", MMUParams, MMU, "DuoPD MMU: GPU/PNM queues, protected PNM 
 # pytest proves 2-wide lanes (two 1-wide sublanes); `basedie verify` adds the paper's 1,024-wide lane (a 13-minute
 # build) and the 16-lane array at a reduced width.
 register(Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes",
-               Bench("tb.pnm.bench", ({"width": 2, "sublane_width": 1},),
+               Bench("tb.pnm_lane.bench", ({"width": 2, "sublane_width": 1},),
                      verify_only=({"width": 1024, "sublane_width": 128},), verify_only_minutes=13)))
 register(Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand",
-               Bench("tb.pnm.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},),
+               Bench("tb.pnm_lane.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},),
                      verify_only=({"width": 16, "sublane_width": 4, "lanes": 16},))))
 # Two FP32 lanes in pytest and `basedie verify` (a 35-minute build on the loaded 2-core machine); wider sets by name
 # (`--param width=4`). Yosys ran the 2-wide vector unit (a 123-stage FP32 chain per lane) for over 40 minutes
@@ -127,7 +127,7 @@ register(Block("pnm_buffer", BufferParams, PNMBuffer,
 # unit's, and so is its synthesis: Yosys did not finish in 15 minutes (as for the vector unit alone).
 register(Block("pnm", PNMParams, PNM,
                "DuoPD PNM: controller, buffer, compute array, vector unit and MMU, running programs from a host start",
-               Bench("tb.pnm_top.bench", ({"lanes": 2, "width": 8, "sublane_width": 4, "buffer_bytes": 4096,
+               Bench("tb.pnm.bench", ({"lanes": 2, "width": 8, "sublane_width": 4, "buffer_bytes": 4096,
                                            "banks": 8, "bank_bytes": 4, "depth": 64, "address_bits": 16,
                                            "data_bits": 32, "mmu_outstanding": 4},), synthesis_budget_s=900)))
 # A 32-bit interface (2 lanes, 8 table entries, 32+32 S/Z lines) keeps the pytest builds to minutes; the full

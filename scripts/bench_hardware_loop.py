@@ -59,7 +59,7 @@ BENCH_RUN = r"""
 import json, resource, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 from rtl.registry import BLOCKS
-from tb.runner import CLOCK_PERIOD_NS, build, run_bench, run_name
+from basedie.flow.runner import CLOCK_PERIOD_NS, build, run_bench, run_name
 block, runs, soak = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 params = BLOCKS[block].params(**BLOCKS[block].bench.configs[0])
 build(block, params)
@@ -79,7 +79,7 @@ BUILD_RUN = r"""
 import json, resource, sys, time, xml.etree.ElementTree as ET
 from pathlib import Path
 from rtl.registry import BLOCKS
-from tb.runner import BUILD_ROOT, CLOCK_PERIOD_NS, build, run_bench, run_name
+from basedie.flow.runner import BUILD_ROOT, CLOCK_PERIOD_NS, build, run_bench, run_name
 block, params, run = sys.argv[1], BLOCKS[sys.argv[1]].params(**json.loads(sys.argv[2])), sys.argv[3] == "run"
 started = time.monotonic()
 build(block, params)
@@ -119,7 +119,7 @@ def build_table(base: str | None, specs: list[str], run: bool, before: dict, aft
     command = (f"--builds {' '.join(specs)}" + (" --run" if run else "")
                + (f" --base {base}" if base else " --after-only"))
     header = ["build"] + [f"{label} {side}" for label, _, _ in keys for side, _ in sides]
-    lines = [f"Verilator builds from an empty build folder" + (f", before (`{base}`) and after, one after the other"
+    lines = ["Verilator builds from an empty build folder" + (f", before (`{base}`) and after, one after the other"
              if base else "") + f" on this machine (`python scripts/bench_hardware_loop.py {command}`):", "",
              "| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
     for spec in specs:

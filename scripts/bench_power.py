@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from rtl.registry import BLOCKS
-from tb.runner import run_bench
-from tb.synthesis import measured_power
+from basedie.flow.runner import run_bench
+from basedie.flow.synthesis import measured_power
 
 
 def main() -> None:

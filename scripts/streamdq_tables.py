@@ -10,7 +10,7 @@ from pathlib import Path
 
 from basedie import verified
 from tb.models import lookup_table
-from tb.models import pc_layout as pl
+from basedie.weights import pc_layout as pl
 
 BITS = (4, 8)
 GROUP_SIZES = (64, 128, 256)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from basedie.verified import TABLE_PATH, load
 from rtl.registry import BLOCKS
-from tb.runner import non_default
-from tb.verify import bench_runs
+from basedie.flow.runner import non_default
+from basedie.flow.verify import bench_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results" / "verified-blocks.md"

@@ -16,7 +16,7 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, First
 
-from .runner import BENCH_ENV
+from basedie.flow.runner import BENCH_ENV
 from .stream import StreamSink, StreamSource, Streams, Watcher, bits
 
 

@@ -2,7 +2,7 @@
 configuration runs in the same worker, so the `verilog_text` fixture (tests/conftest.py) generates its Verilog once."""
 import pytest
 
-from tb.verify import run_ids
+from basedie.flow.verify import run_ids
 
 
 def bench_params(runs: list[tuple[str, dict]], *marks, group: str = "verilog") -> list:

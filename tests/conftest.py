@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Verilator builds compile through ccache (Verilator's `OBJCACHE` hook), with its cache in `ccache/` of the
     build cache: the runtime every build shares then compiles once. An `OBJCACHE` or `CCACHE_DIR` the user set is
     kept."""
-    from tb.runner import BUILD_ROOT
+    from basedie.flow.runner import BUILD_ROOT
 
     os.environ.setdefault("OBJCACHE", ccache())
     os.environ.setdefault("CCACHE_DIR", str(BUILD_ROOT / "ccache"))

@@ -33,7 +33,7 @@ def test_cpu_seconds_count_the_children_the_test_waited_for() -> None:
 
 
 def test_verilator_builds_compile_through_ccache_unless_another_cache_is_named(monkeypatch) -> None:
-    from tb.runner import BUILD_ROOT
+    from basedie.flow.runner import BUILD_ROOT
 
     monkeypatch.delenv("OBJCACHE", raising=False)
     monkeypatch.delenv("CCACHE_DIR", raising=False)

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from ..dqb.params import DQBParams
 from ..params import require_at_least, require_power_of_two
-from ..pnm_top.params import PNMParams
+from ..pnm.params import PNMParams
 
 
 @dataclass(frozen=True)

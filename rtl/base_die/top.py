@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..dqb.dqb import DQB
 from ..dqb.ports import config_write
-from ..pnm_top.top import PNM
+from ..pnm.top import PNM
 from .params import BaseDieParams
 from .ports import view_write
 from .view_port import ViewPort

@@ -1,1 +1,1 @@
-"""DuoPD processing-near-memory SIMD lane and compute array: home of its RTL, built under its own issue."""
+"""The whole DuoPD PNM (issue 16): controller, buffer, compute array, vector unit and MMU joined into one block."""

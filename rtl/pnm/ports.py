@@ -1,51 +1,43 @@
-"""Payload layouts of the PNM lane's and compute array's stream ports."""
+"""Payload layouts of the PNM top's own ports and of the links between its sequencers and units. The host,
+GPU and memory-controller ports are the controller's and the MMU's own layouts."""
 from amaranth.lib import data, enum
 
-from ..fp.formats import FP16, FP32
-from .params import ArrayParams, LaneParams
+from ..pnm_lane.ports import control_fields
+from ..pnm_controller import ports as controller_ports
+from .params import PNMParams
 
 
-class Mode(enum.Enum, shape=1):
-    """MLP: dot products of the whole lane, accumulated across beats. ATTENTION: one dot product per sublane."""
-
-    MLP = 0
-    ATTENTION = 1
-
-
-def control_fields() -> dict:
-    """Per-beat controls. `clear`: this MLP beat starts a new sum (the accumulator takes the beat's dot product
-    as is, with no addition to the old value). `emit`: after this MLP beat, send the accumulator. Attention
-    beats ignore both, always emit, and leave the accumulators untouched."""
-    return {"mode": Mode, "clear": 1, "emit": 1}
+class Step(enum.Enum, shape=2):
+    """A sequencer's state: IDLE takes a command, RUN moves its operands and results, DONE answers it."""
+    IDLE = 0
+    RUN = 1
+    DONE = 2
 
 
-def lane_input(params: LaneParams) -> data.StructLayout:
-    """Operands `a` (activations / query) and `b` (weights / keys), element k of sublane s at s·sublane_width+k."""
-    operands = data.ArrayLayout(FP16.width, params.width)
-    return data.StructLayout({"a": operands, "b": operands, **control_fields()})
+class UnitError(enum.Enum, shape=2):
+    """A command a sequencer cannot run at this size or layout (docs/pnm.md, "What each unit runs"): it
+    completes without touching the buffer, and the top reports it here until the next `start`."""
+    NONE = 0
+    ARRAY = 1   # an array command: PV/GEMV/SCORE whose shape or alignment the dot-product sequencer refuses
+    VECTOR = 2  # a vector command whose vectors are not whole rows (docs/pnm.md)
 
 
-def array_input(params: ArrayParams) -> data.StructLayout:
-    """`memory`: the `width` elements read from HBM this cycle, broadcast to every lane (MLP: a weight tile;
-    attention: `sublanes` keys of one KV head, key s in sublane s). `buffer`: each lane's own operand from the
-    PNM buffer (MLP: that request's activations; attention: the lane's query in its first `sublane_width`
-    elements, broadcast by the array across the lane's sublanes; the rest is ignored)."""
-    operands = data.ArrayLayout(FP16.width, params.width)
-    return data.StructLayout({"memory": operands, "buffer": data.ArrayLayout(operands, params.lanes),
-                              **control_fields()})
+def status(p: PNMParams) -> data.StructLayout:
+    """The controller's status (`state`, `error`, `pc`) and the first refused command (`unit_error`, and its
+    `unit_id`: the instruction's address modulo 2^id_bits)."""
+    return data.StructLayout({**dict(controller_ports.status(p.controller_params()).members),
+                              "unit_error": UnitError, "unit_id": p.id_bits})
 
 
-def lane_operands(params: LaneParams, lanes: int) -> data.ArrayLayout:
-    """One operand (`a` or `b`) of every lane: `width` FP16 elements each, sublane s at s·sublane_width."""
-    return data.ArrayLayout(data.ArrayLayout(FP16.width, params.width), lanes)
+def lane_beat(p: PNMParams) -> data.StructLayout:
+    """What every lane shares in one beat: the memory operand tile (weights or keys, `width` FP16) and the
+    controls. Each lane's own operand travels beside it (`LaneArray.operand<j>`), because all lanes' operands
+    together (16 × 1,024 FP16 at the paper's size) exceed Amaranth's 65,536-bit limit on one value."""
+    return data.StructLayout({"memory": data.ArrayLayout(16, p.width), **control_fields()})
 
 
-def output_layout(params: LaneParams, lanes: int | None) -> data.StructLayout:
-    """`accumulator` is meaningful in MLP mode and `sublane_sums` in attention mode; the other is zero."""
-    accumulator = FP32.width if lanes is None else data.ArrayLayout(FP32.width, lanes)
-    sums = data.ArrayLayout(FP32.width, params.sublanes)
-    return data.StructLayout({
-        "mode": Mode,
-        "accumulator": accumulator,
-        "sublane_sums": sums if lanes is None else data.ArrayLayout(sums, lanes),
-    })
+def lane_results(p: PNMParams) -> data.StructLayout:
+    """One output beat of every lane: its MLP accumulator, or in attention mode its sublanes' dot products."""
+    sublanes = p.width // p.sublane_width
+    return data.StructLayout({"accumulator": data.ArrayLayout(32, p.lanes),
+                              "sublane_sums": data.ArrayLayout(data.ArrayLayout(32, sublanes), p.lanes)})

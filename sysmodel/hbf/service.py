@@ -86,7 +86,7 @@ class PortPower:
 
 
 # When a list, every block a port prices with prefetch is appended as (compute per iteration, the objects of
-# `HBFTier.objects`, the Block): what a study needs to trace one iteration layer by layer.
+# `HBFTier.objects`, the PortBlock): what a study needs to trace one iteration layer by layer.
 TRACE: list | None = None
 ACCESS = ("accesses", "hits", "prefetched_in_time", "media_reads", "media_reads_waited", "media_bytes",
           "wasted_prefetch_bytes", "fill_bytes", "cooling_wait_s", "stall_s")
@@ -95,7 +95,7 @@ PER_ITERATION = ("starts", "ends", "waits", "busy", "stall", "power", "counts", 
 
 
 @dataclass
-class Block:
+class PortBlock:
     """A port's block of iterations as priced (one entry per iteration), and the tier's state before it."""
     port: "HBFPort"
     starts: np.ndarray           # s, as the server counts them
@@ -205,7 +205,7 @@ class HBFTier:
                            layout.kv == "hbf", layout.prefix == "hbf") \
             if layout.kv == "hbf" or (layout.prefix == "hbf" and prefix_tokens) else None
         self.ports: list[HBFPort] = []
-        self.pending: Block | None = None
+        self.pending: PortBlock | None = None
 
     def port(self, base, role: str, power: PortPower) -> "HBFPort":
         """The executor of one server on this package (`base` prices its iterations with the weights in HBM)."""
@@ -469,7 +469,7 @@ class HBFPort:
         self.tier, self.base, self.role, self.power = tier, base, role, power
         self.server = None          # set by the system: whose iterations these are (and whose KV, if any)
         self.previous = np.zeros((tier.layers, tier.slots), dtype=bool)   # the last iteration's demand
-        self.block: Block | None = None
+        self.block: PortBlock | None = None
         self.counts = np.zeros(len(ACCESS))         # ACCESS, over the iterations kept
         self._after_first = np.concatenate(([0.0], np.ones(tier.layers - 1)))
 
@@ -579,7 +579,7 @@ class HBFPort:
         seconds = np.array([base.seconds + stall + float(block.waits[index])])
         return self._cost(base, seconds, block.fill[index:index + 1], True)
 
-    def _cut_where_traffic_changes(self, block: Block) -> None:
+    def _cut_where_traffic_changes(self, block: PortBlock) -> None:
         """The other servers' iterations in progress are re-priced, for their HBM and HBF shares, against this
         block's first iteration (their servers do it when this one starts). A later iteration whose media
         traffic differs (other bytes through the media and HBM frames, or another load on the media) would
@@ -594,7 +594,7 @@ class HBFPort:
         if changes.any():
             self.tier.loop.at(float(block.starts[1 + int(np.argmax(changes))]), lambda: self._cut(block))
 
-    def _cut(self, block: Block) -> None:
+    def _cut(self, block: PortBlock) -> None:
         if self.block is block and self.server.busy:
             self.server.interrupt()
 
@@ -611,7 +611,7 @@ class HBFPort:
         positive = load > 0
         return np.clip(np.where(positive, granted / np.where(positive, load, 1.0), 1.0), MIN_SHARE, 1.0)
 
-    def _price(self, now: float, compute: np.ndarray, hbm: np.ndarray, objects: tuple, kv: np.ndarray) -> Block:
+    def _price(self, now: float, compute: np.ndarray, hbm: np.ndarray, objects: tuple, kv: np.ndarray) -> PortBlock:
         """A block of iterations whose compute alone (weights at HBM speed) takes `compute`, HBM bytes `hbm`:
         its waits, stalls and power, the package run through it (speculatively: `settle` keeps what ran).
         `objects`: per iteration and layer the objects prefetched, fetched on demand, prefetched and used, and
@@ -634,7 +634,7 @@ class HBFPort:
             counts = np.zeros((count, len(ACCESS)))
             if objects is not None:
                 counts[:, 0], counts[:, 1] = objects[4], objects[5]
-            return Block(self, waits, waits, waits, compute, waits, power, counts, fill, kv_programmed, waits,
+            return PortBlock(self, waits, waits, waits, compute, waits, power, counts, fill, kv_programmed, waits,
                          waits, None, np.broadcast_to(0.0, (count, layers)), None, None)
         n_ahead, n_demand, useful, fetched, accesses, hits = objects
         snapshot = package.snapshot()
@@ -706,7 +706,7 @@ class HBFPort:
             fetched, fill = fetched - dropped, fill - dropped * tier.object_bytes
         counts = np.stack((accesses, hits, in_time, fetched * tier.object_pages, waited * tier.object_pages,
                            fetched * tier.object_bytes, wasted * tier.object_bytes, fill, waits, stall), axis=1)
-        block = Block(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
+        block = PortBlock(self, np.zeros(count), np.zeros(count), waits, busy, stall, power, counts.astype(float), fill,
                       kv_programmed, load, rate, ahead, demand, overlap, unused, snapshot=snapshot)
         if TRACE is not None and ahead is not None:
             TRACE.append((compute, objects, block))

@@ -14,8 +14,8 @@ from rtl.registry import BLOCKS
 
 from .. import bench
 from ..models import dqb as dqb_model
-from ..models import pnm_top as model
-from ..pnm_top import layer
+from ..models import pnm as model
+from ..pnm import layer
 from .harness import Harness
 from .stimulus import CHECKPOINTS, store
 
@@ -123,7 +123,7 @@ async def views(dut):
 
 
 async def _decode(dut, kind: str, gpu: bool) -> dict:
-    """Issue 16's decode layer (`tb.pnm_top.layer.SMALL`) with its seven weight matrices stored as `kind` (or, for
+    """Issue 16's decode layer (`tb.pnm.layer.SMALL`) with its seven weight matrices stored as `kind` (or, for
     "fp16", their GPTQ dequantization stored as FP16): the figures of the run."""
     h = Harness(dut, seed=7)
     await bench.start(dut)

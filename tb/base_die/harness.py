@@ -1,4 +1,4 @@
-"""The base die's surroundings in simulation: the PNM bench's host and golden model (`tb.pnm_top.harness`), the
+"""The base die's surroundings in simulation: the PNM bench's host and golden model (`tb.pnm.harness`), the
 DQB's and the view table's configuration, a GPU reading through the MMU's GPU port, and a memory-controller
 model behind the DQB (the ideal one, `tb.memory`, or an HBM pseudo channel, `tb.dram`, when the run names one).
 
@@ -14,15 +14,15 @@ from cocotb.triggers import ClockCycles
 from rtl.registry import BLOCKS
 
 from .. import bench
-from ..dram.channel import ControllerParams
+from ..dram.channel import DRAMControllerParams
 from ..dram.controller import DramController
 from ..dram.timing import PRESETS
 from ..memory import Contents, MemoryController
 from ..models import dqb as dqb_model
 from ..models import pnm_controller as control
-from ..models import pnm_top as model
+from ..models import pnm as model
 from ..payload import Packer
-from ..pnm_top import harness as pnm_harness
+from ..pnm import harness as pnm_harness
 from .stimulus import Stored
 
 
@@ -67,7 +67,7 @@ class Harness(pnm_harness.Harness):
                                            latency=(4, 4), answer_writes=True)
         else:
             self.memory = DramController(dut, component, self.clock, ByteAddressed(self.contents),
-                                         timing=PRESETS[memory], params=ControllerParams(in_order=True),
+                                         timing=PRESETS[memory], params=DRAMControllerParams(in_order=True),
                                          clock_hz=p.design_clock_hz, address_bytes=1, answer_writes=True)
         self.buffer = np.zeros(p.buffer_bytes, np.uint8)
         self.control = control.Config(depth=p.depth, buffer_rows=1 << p.buffer_address_bits,

@@ -4,10 +4,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models import checkpoints, fp
+from basedie.weights import checkpoints
+from ..models import fp
 from ..models import dqb as dqb_model
 from ..models.base_die import view_bytes
-from ..models.pc_layout import QuantizedLayer, build_layout
+from basedie.weights.pc_layout import QuantizedLayer, build_layout
 
 CHECKPOINTS = ("gptq", "awq", "int8")
 GROUP_SIZE = 32

@@ -12,7 +12,7 @@ from rtl.dqb.ports import Kind
 
 from .. import bench
 from ..memory import MemoryController
-from ..models import checkpoints, pc_layout
+from basedie.weights import checkpoints, pc_layout
 from ..models import dqb as golden
 from ..models.dqb import LayerEntry, Response
 from .harness import MODE_NAMES, Harness, count_checked, params

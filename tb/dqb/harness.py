@@ -13,7 +13,7 @@ from rtl.dqb.params import DQBParams
 from rtl.registry import BLOCKS
 
 from .. import bench
-from ..dram.channel import ControllerParams
+from ..dram.channel import DRAMControllerParams
 from ..dram.controller import DramController
 from ..dram.timing import PRESETS
 from ..memory import Contents, MemoryController
@@ -71,7 +71,7 @@ class Harness:
                                            answer_writes=True)
         else:
             self.memory = DramController(dut, component, self.clock, contents, timing=PRESETS[memory],
-                                         params=ControllerParams(in_order=True), clock_hz=self.params.design_clock_hz,
+                                         params=DRAMControllerParams(in_order=True), clock_hz=self.params.design_clock_hz,
                                          address_bytes=1, answer_writes=True)
         if not self.memory.in_order:
             raise ValueError("the DQB needs its memory answers in request order")

@@ -35,7 +35,7 @@ SCHEDULINGS = ("frfcfs", "fcfs")
 
 
 @dataclass(frozen=True)
-class ControllerParams(Params):
+class DRAMControllerParams(Params):
     queue_depth: int = 32
     """Requests waiting for their column command: DRAMSim3's `trans_queue_size` for HBM2 ([DS3])."""
     scheduling: str = "frfcfs"
@@ -59,7 +59,7 @@ class ControllerParams(Params):
 
 
 @dataclass(eq=False)
-class Request:
+class DRAMRequest:
     """One burst. `payload` is the caller's, handed back with the response; the cycles are filled in as it goes."""
     address: int
     is_write: bool = False
@@ -97,12 +97,12 @@ class PseudoChannel:
     """A pseudo channel and its controller. `accept` a request at the current cycle `now` (when `can_accept`),
     `step` to run one cycle. `commands` logs every command issued as (cycle, command, bank, row)."""
 
-    def __init__(self, timing: DramTiming, params: ControllerParams = ControllerParams()) -> None:
+    def __init__(self, timing: DramTiming, params: DRAMControllerParams = DRAMControllerParams()) -> None:
         self.timing, self.params = timing, params
         self.now = 0
-        self.queue: list[Request] = []
+        self.queue: list[DRAMRequest] = []
         """Accepted, column command not yet issued; oldest first."""
-        self.unanswered: list[Request] = []
+        self.unanswered: list[DRAMRequest] = []
         """Accepted, response not yet handed back; oldest first."""
         self.commands: list[tuple[int, str, int, int]] = []
         self.open_row: list[int | None] = [None] * timing.banks
@@ -121,7 +121,7 @@ class PseudoChannel:
         """The queue has room for `requests` more."""
         return len(self.queue) + requests <= self.params.queue_depth
 
-    def accept(self, request: Request) -> None:
+    def accept(self, request: DRAMRequest) -> None:
         if not self.can_accept():
             raise RuntimeError(f"the queue of {self.params.queue_depth} requests is full")
         t = self.timing
@@ -131,7 +131,7 @@ class PseudoChannel:
         self.queue.append(request)
         self.unanswered.append(request)
 
-    def step(self) -> list[Request]:
+    def step(self) -> list[DRAMRequest]:
         """Issue this cycle's commands, then return the requests whose responses leave now; advance a cycle."""
         now = self.now
         if now >= self._refresh_due:
@@ -226,7 +226,7 @@ class PseudoChannel:
             elif earliest[levels[level]] < now + cycles:
                 earliest[levels[level]] = now + cycles
 
-    def _leaving(self, now: int) -> list[Request]:
+    def _leaving(self, now: int) -> list[DRAMRequest]:
         if self.params.in_order:
             count = 0
             for r in self.unanswered:

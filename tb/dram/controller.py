@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from .. import bench
 from ..memory import Contents, MemoryPort
-from .channel import ControllerParams, PseudoChannel, Request
+from .channel import DRAMControllerParams, PseudoChannel, DRAMRequest
 from .timing import DramTiming
 
 SKID_ENTRIES = 2
@@ -29,7 +29,7 @@ occupancy before the model has taken the beat it just received)."""
 
 class DramController(MemoryPort):
     def __init__(self, dut, component, clock: bench.CycleCounter, contents: Contents, *, timing: DramTiming,
-                 params: ControllerParams, clock_hz: float, answer_writes: bool = False,
+                 params: DRAMControllerParams, clock_hz: float, answer_writes: bool = False,
                  address_bytes: int | None = None) -> None:
         super().__init__(dut, component, clock, contents, answer_writes=answer_writes)
         self.address_bytes = address_bytes or contents.word_bytes
@@ -79,7 +79,7 @@ class DramController(MemoryPort):
             first = request["address"] * self.address_bytes // self.timing.burst_bytes
             left = [self.bursts]  # the request's bursts not yet done, shared by all of them
             for burst in range(first, first + self.bursts):
-                self.channel.accept(Request(burst, bool(request["is_write"]),
+                self.channel.accept(DRAMRequest(burst, bool(request["is_write"]),
                                             payload=(request, answer, self.cycle, left)))
         self._run_until(self.cycle + 1)
 

@@ -41,7 +41,7 @@ from rtl.mmu.params import (
 from rtl.registry import BLOCKS
 
 from .. import bench
-from ..dram.channel import ControllerParams
+from ..dram.channel import DRAMControllerParams
 from ..dram.controller import DramController
 from ..dram.timing import PRESETS
 from ..memory import Contents, MemoryController
@@ -87,7 +87,7 @@ class Harness:
             self.memory = MemoryController(dut, component, self.cycle, contents, self.rng, answer_writes=True)
         else:
             self.memory = DramController(dut, component, self.cycle, contents, timing=PRESETS[self.memory_model],
-                                         params=ControllerParams(in_order=not p.out_of_order),
+                                         params=DRAMControllerParams(in_order=not p.out_of_order),
                                          clock_hz=p.design_clock_hz, answer_writes=True)
         self.sources["mc_resp"], self.sinks["mc_req"] = self.memory.source, self.memory.sink
         # Made after every stream end, so each probe is told of transfers by its port's end (no watcher of its own).

@@ -1,6 +1,6 @@
 """Golden model of the base die's reads of a quantized tensor's view: the DQB's dequantization golden model
 (`tb.models.dqb`) applied to every weight beat the view expands, in order. What the PNM computes on those FP16
-values is the decode-layer golden model's (`tb.models.pnm_top`), run on a memory image that holds this view."""
+values is the decode-layer golden model's (`tb.models.pnm`), run on a memory image that holds this view."""
 from collections.abc import Sequence
 
 import numpy as np

@@ -1,1 +1,1 @@
-"""cocotb bench of the DuoPD PNM lane and array."""
+"""cocotb bench of the PNM top (`pnm`)."""

@@ -62,7 +62,7 @@ def test_cli_without_icarus_is_a_one_line_error(monkeypatch, capsys, tmp_path) -
 def test_icarus_runs_the_param_set_it_is_given(monkeypatch, capsys) -> None:
     """`--simulator icarus --param …` checks that one parameter set, not the bench's own (it used to ignore them)."""
     asked = []
-    monkeypatch.setattr("tb.icarus.check", lambda names, waves, jobs, runs: asked.append(runs) or runs or [])
+    monkeypatch.setattr("basedie.flow.icarus.check", lambda names, waves, jobs, runs: asked.append(runs) or runs or [])
     assert main(["verify", "fp_to_fp32", "--simulator", "icarus", "--param", "source=int8"]) == 0
     assert asked == [[("fp_to_fp32", {"source": "int8"})]]
     assert main(["verify", "fp_to_fp32", "--simulator", "icarus"]) == 0

@@ -11,7 +11,7 @@ from basedie import verified
 from basedie.cli import main
 from rtl.params import NoParams
 from rtl.registry import BLOCKS, Bench, Block
-from tb import runner
+from basedie.flow import runner
 
 from tests.bench_configurations import beside_build
 

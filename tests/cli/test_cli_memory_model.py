@@ -2,7 +2,7 @@
 import pytest
 
 from basedie.cli import main
-from tb.verify import Run, planned_runs
+from basedie.flow.verify import Run, planned_runs
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from rtl.registry import BLOCKS
-from tb.runner import non_default
-from tb.verify import bench_runs
+from basedie.flow.runner import non_default
+from basedie.flow.verify import bench_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -49,11 +49,11 @@ def test_closures_sharing_a_memo_are_each_what_they_are_alone(tmp_path) -> None:
                        "b": "from . import common\nfrom rtl.extra import Y\n", "extra": ""}.items():
         (tmp_path / "rtl" / f"{name}.py").write_text(text)
     known: dict = {}
-    a = _imported_sources("rtl.a", "rtl", tmp_path, known)
-    b = _imported_sources("rtl.b", "rtl", tmp_path, known)
+    a = _imported_sources("rtl.a", ("rtl",), tmp_path, known)
+    b = _imported_sources("rtl.b", ("rtl",), tmp_path, known)
     assert sorted(a) == ["rtl", "rtl.a", "rtl.common"]
     assert sorted(b) == ["rtl", "rtl.b", "rtl.common", "rtl.extra"]
-    assert b == _imported_sources("rtl.b", "rtl", tmp_path) and "rtl.common" in known
+    assert b == _imported_sources("rtl.b", ("rtl",), tmp_path) and "rtl.common" in known
 
 
 def test_a_later_process_reads_the_imports_without_parsing(tmp_path, monkeypatch) -> None:

@@ -10,8 +10,8 @@ from rtl.base_die.params import BaseDieParams
 from rtl.base_die.top import BaseDie
 from rtl.base_die.view_port import ViewPort
 from rtl.dqb.params import DQBParams
-from rtl.pnm_top.params import PNMParams
-from rtl.pnm_top.top import PNM
+from rtl.pnm.params import PNMParams
+from rtl.pnm.top import PNM
 
 SMALL = dict(lanes=2, width=8, sublane_width=4, buffer_bytes=4096, banks=8, bank_bytes=4, depth=64, address_bits=17,
              data_bits=32, mmu_outstanding=4, request_table_bytes=256, sz_buffer_bytes=256, outstanding_reads=16,

@@ -12,7 +12,7 @@ from basedie.cli import main
 from rtl import port_table
 from rtl.params import NoParams
 from rtl.registry import BLOCKS, register
-from tb.verify import Run, planned_runs, verify_one
+from basedie.flow.verify import Run, planned_runs, verify_one
 
 TOY = "tests.rtl.toy_block"
 

@@ -6,7 +6,8 @@ from amaranth.hdl import Const
 
 from rtl.dqb import dqb as rtl_dqb
 from rtl.dqb import processing
-from tb.formal import dqb, sby
+from basedie.flow import sby
+from tb.formal import dqb
 
 pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all
 

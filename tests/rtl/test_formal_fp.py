@@ -7,7 +7,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from rtl.fp import convert
-from tb.formal import fp, sby
+from basedie.flow import sby
+from tb.formal import fp
 from tb.models import fp as model
 
 PROPERTIES = {p.name: p for p in fp.PROPERTIES}

@@ -9,7 +9,8 @@ from amaranth.lib.fifo import SyncFIFO
 
 from rtl.mmu import arbiter, lsu
 from rtl.mmu import mmu as rtl_mmu
-from tb.formal import mmu, sby
+from basedie.flow import sby
+from tb.formal import mmu
 
 pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all
 

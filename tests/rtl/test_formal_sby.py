@@ -4,7 +4,7 @@ import pytest
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Elaboratable, Module, Mux, Signal
 
-from tb.formal import sby
+from basedie.flow import sby
 from tb.formal.harness import clocked
 
 pytestmark = pytest.mark.slow     # SymbiYosys runs (Yosys and a solver): minutes of CPU in all

@@ -13,7 +13,7 @@ from rtl.registry import BLOCKS
 
 
 # The whole PNM at the paper's size (16 × 1,024 lanes, 1 MB) is left out: its generation alone takes minutes of
-# CPU and 2.4 GB (docs/design/pnm-top.md, "Generating", measured by hand); its units are generated here at their
+# CPU and 2.4 GB (docs/design/pnm.md, "Generating", measured by hand); its units are generated here at their
 # defaults. So is the base die, which holds it (docs/design/base-die.md).
 @pytest.mark.slow    # about a minute of CPU in all, half of it the DQB's 512-bit default
 @pytest.mark.parametrize("name", [name for name in BLOCKS if name not in ("pnm", "base_die")])

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.generate import hierarchical_verilog, module_name, parameters, runs_at_time_zero
 from rtl.registry import BLOCKS
-from tb.equivalence import unproven
+from basedie.flow.equivalence import unproven
 
 
 class Accumulate(wiring.Component):

@@ -11,8 +11,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.generate import runs_at_time_zero
 from rtl.registry import BLOCKS
-from tb.structure import yosys_problems
-from tb.verify import bench_runs
+from basedie.flow.structure import yosys_problems
+from basedie.flow.verify import bench_runs
 
 from tests.bench_configurations import bench_params
 from tests.tb.planted import needs_icarus

@@ -73,7 +73,7 @@ def test_tensor_parallel_pnms_pay_two_inter_pnm_and_two_link_all_reduces_per_lay
     assert base.link_bytes == 2 * 64 * 2 and pnm(1).cost(WORK).link_bytes == 0
 
 
-PROVENANCE = {"sources_digest": "-", "bench": "tb.pnm.bench", "rtl_module": "rtl.pnm.lane"}
+PROVENANCE = {"sources_digest": "-", "bench": "tb.pnm_lane.bench", "rtl_module": "rtl.pnm_lane.lane"}
 
 
 def lane(width: int) -> VerifiedEntry:

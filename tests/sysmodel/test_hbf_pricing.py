@@ -11,7 +11,7 @@ from sysmodel.errors import ConfigError
 from sysmodel.hbf.layout import Layout
 from sysmodel.hbf.media import PAGE_BYTES, HBFStack
 from sysmodel.hbf.routing import Router, RoutingModel
-from sysmodel.hbf.service import ACCESS, Block, HBFOptions, PortPower
+from sysmodel.hbf.service import ACCESS, PortBlock, HBFOptions, PortPower
 from sysmodel.hbf.thermal import ThrottlePolicy
 from sysmodel.llm import LLM
 from sysmodel.operators import Shard, Work
@@ -205,12 +205,12 @@ def test_with_the_weights_in_hbm_no_expert_is_read_from_hbf_whatever_the_prefetc
 
 
 # ----- settling --------------------------------------------------------------------------------------------
-def _planted_block(port, snapshot=1.0) -> Block:
+def _planted_block(port, snapshot=1.0) -> PortBlock:
     """Two iterations priced at 1 s: 0.25 s cooling then 0.75 s at (1, 2, 3) W; 0.5 s then 0.5 s at (4, 5, 6) W;
     dense weights (every layer touched), one count of each kind per iteration."""
     tokens = np.ones(2, dtype=np.int64)
     demand = np.ones((2, 2, 1), dtype=bool)
-    return Block(port, np.array([1.0, 2.0]), np.array([2.0, 3.0]), np.array([0.25, 0.5]), np.array([0.75, 0.5]),
+    return PortBlock(port, np.array([1.0, 2.0]), np.array([2.0, 3.0]), np.array([0.25, 0.5]), np.array([0.75, 0.5]),
                  np.zeros(2), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.ones((2, len(ACCESS))), np.zeros(2),
                  np.zeros(2), np.zeros(2), np.full(2, RATE), None, np.zeros((2, 2)), None, None,
                  before=(None, None, np.zeros((2, 1), dtype=bool), None), snapshot=snapshot,

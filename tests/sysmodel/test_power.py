@@ -8,7 +8,7 @@ from basedie.verified import StaleTableError, rtl_digest
 from sysmodel import power
 from sysmodel.hardware import DUPLEX_BANDWIDTH_COMPUTE, PAPER_HARDWARE, PAPER_PNM
 
-MODULES = {"pnm_lane": "rtl.pnm.lane", "pnm_vector": "rtl.pnm_vector.vector", "pnm_buffer": "rtl.pnm_buffer.buffer",
+MODULES = {"pnm_lane": "rtl.pnm_lane.lane", "pnm_vector": "rtl.pnm_vector.vector", "pnm_buffer": "rtl.pnm_buffer.buffer",
            "pnm_controller": "rtl.pnm_controller.controller", "mmu": "rtl.mmu.mmu", "dqb": "rtl.dqb.dqb"}
 
 
@@ -107,7 +107,7 @@ def test_a_block_power_carries_every_figure_and_digest_of_its_entry(tmp_path: Pa
     assert lane == power.SynthesizedPower(
         block="pnm_lane", params={"width": 2, "design_clock_hz": 1e9}, total_w=0.001, leakage_w=0.0001,
         dynamic_w=0.001 * 0.9, toggle_rate=0.2, clock_hz=1e9, verilog_sha256="the Verilog of pnm_lane "
-        "{'width': 2, 'design_clock_hz': 1000000000.0}", rtl_digest=rtl_digest("rtl.pnm.lane"))
+        "{'width': 2, 'design_clock_hz': 1000000000.0}", rtl_digest=rtl_digest("rtl.pnm_lane.lane"))
 
 
 def test_a_missing_or_ambiguous_entry_is_refused_in_one_line_naming_the_command(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from sysmodel.errors import ConfigError
 from sysmodel.execution import PNMExecution, PNMFigures
 from sysmodel.hardware import PAPER_HARDWARE, with_overrides
 
-PROVENANCE = {"sources_digest": "-", "bench": "tb.pnm.bench", "rtl_module": "rtl.pnm.lane"}
+PROVENANCE = {"sources_digest": "-", "bench": "tb.pnm_lane.bench", "rtl_module": "rtl.pnm_lane.lane"}
 
 
 def lane(width: int, pairs_per_cycle: float = 1.0, clock: float = 1e9) -> VerifiedEntry:

@@ -4,8 +4,8 @@ import pytest
 
 from rtl.params import Params
 from rtl.registry import BLOCKS
-from tb.runner import run_bench
-from tb.verify import module_runs
+from basedie.flow.runner import run_bench
+from basedie.flow.verify import module_runs
 
 from tests.bench_configurations import bench_params
 

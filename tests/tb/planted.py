@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In
 
 from rtl.params import Params
 from rtl.registry import BLOCKS, Block
-from tb.runner import BenchFailed, icarus_missing, run_bench
+from basedie.flow.runner import BenchFailed, icarus_missing, run_bench
 
 needs_icarus = pytest.mark.skipif(icarus_missing() is not None, reason=icarus_missing() or "")
 

@@ -14,7 +14,7 @@ from tests.tb.planted import failed_tests, needs_icarus
 pytestmark = pytest.mark.verilator   # every test here runs a cocotb bench (minutes)
 
 WEIGHT_BYTES_FP16 = 2 * (5 * 64 * 64 + 2 * 32 * 64)
-"""The decode layer's seven weight matrices (`tb.pnm_top.layer.SMALL`) in FP16."""
+"""The decode layer's seven weight matrices (`tb.pnm.layer.SMALL`) in FP16."""
 
 
 @each_run("tb.base_die.bench")

@@ -2,7 +2,7 @@
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.runner import run_bench
+from basedie.flow.runner import run_bench
 
 from tests.bench_configurations import beside_build
 

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from tb.models import checkpoints as ck
+from basedie.weights import checkpoints as ck
 from tb.models import dqb
-from tb.models import pc_layout as pl
+from basedie.weights import pc_layout as pl
 
 WORD_7 = np.uint32(0xF0000000).view(np.int32)  # nibble 7 set: a negative int32
 COUNT_UP = 0x76543210  # nibble j holds j

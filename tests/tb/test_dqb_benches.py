@@ -9,8 +9,8 @@ from amaranth.lib import wiring
 from rtl.dqb import dqb as rtl_dqb
 from rtl.dqb import processing, request_table, sz_requests
 from rtl.registry import BLOCKS
-from tb.models.pc_layout import sz_read_fraction
-from tb.runner import run_bench
+from basedie.weights.pc_layout import sz_read_fraction
+from basedie.flow.runner import run_bench
 
 from tests.tb.bench_runs import each_run, measure
 from tests.tb.planted import failed_tests, needs_icarus

@@ -10,7 +10,7 @@ the default mapping row:sid:bank:bankgroup:column (1, 2, 4, 4 and 32 values belo
 """
 import pytest
 
-from tb.dram.channel import ControllerParams, PseudoChannel, Request
+from tb.dram.channel import DRAMControllerParams, PseudoChannel, DRAMRequest
 from tb.dram.mapping import Location, decode
 from tb.dram.timing import HBM3, HBM4, DramTiming
 
@@ -20,7 +20,7 @@ def address(row: int = 0, sid: int = 0, bank: int = 0, bankgroup: int = 0, colum
     return (((row * 2 + sid) * 4 + bank) * 4 + bankgroup) * 32 + column
 
 
-def run(channel: PseudoChannel, arrivals: list[tuple[int, Request]], until: int | None = None) -> dict[int, int]:
+def run(channel: PseudoChannel, arrivals: list[tuple[int, DRAMRequest]], until: int | None = None) -> dict[int, int]:
     """Accept each request at its cycle (in list order), step until every one has left (or `until`); returns
     {request index: cycle its response left}."""
     left: dict[int, int] = {}
@@ -40,8 +40,8 @@ def commands(channel: PseudoChannel, *names: str) -> list[tuple[int, str, int]]:
     return [(cycle, command, bank) for cycle, command, bank, _ in channel.commands if command in names]
 
 
-def reads(*locations: dict) -> list[tuple[int, Request]]:
-    return [(0, Request(address(**where))) for where in locations]
+def reads(*locations: dict) -> list[tuple[int, DRAMRequest]]:
+    return [(0, DRAMRequest(address(**where))) for where in locations]
 
 
 def test_mapping_splits_addresses_by_hand():
@@ -53,7 +53,7 @@ def test_mapping_splits_addresses_by_hand():
     with pytest.raises(ValueError, match="outside"):
         decode(HBM3.bytes // 32, HBM3)
     with pytest.raises(ValueError, match="once"):
-        ControllerParams(mapping="row:bank:bankgroup:column")
+        DRAMControllerParams(mapping="row:bank:bankgroup:column")
 
 
 def test_presets_describe_the_cited_stacks():
@@ -79,14 +79,14 @@ def test_row_hits_across_bank_groups_at_tccd_s():
     between them issue every tCCD_S = 2 cycles (= bl: the data bus is full); in one bank group every tCCD_L = 4."""
     channel = PseudoChannel(HBM3)
     warm = reads({"bankgroup": 0}, {"bankgroup": 1})
-    alternating = [(100, Request(address(bankgroup=k % 2, column=1 + k // 2))) for k in range(8)]
+    alternating = [(100, DRAMRequest(address(bankgroup=k % 2, column=1 + k // 2))) for k in range(8)]
     left = run(channel, warm + alternating)
     assert [c for c, _, _ in commands(channel, "ACT")] == [0, 4]
     assert [c for c, _, _ in commands(channel, "RD")] == [31, 35] + [100 + 2 * k for k in range(8)]
     assert [left[2 + k] for k in range(8)] == [122 + 2 * k for k in range(8)]
 
     channel = PseudoChannel(HBM3)
-    run(channel, warm + [(100, Request(address(bankgroup=0, column=1 + k))) for k in range(8)])
+    run(channel, warm + [(100, DRAMRequest(address(bankgroup=0, column=1 + k))) for k in range(8)])
     assert [c for c, _, _ in commands(channel, "RD")][2:] == [100 + 4 * k for k in range(8)]
 
 
@@ -95,7 +95,7 @@ def test_row_miss_ping_pong_in_one_bank():
     for tRAS: 0 + 45 = 45 (RD + tRTP = 40 is earlier); ACT at PRE + tRP = 71 is too soon for tRC: 0 + 72 = 72;
     RD 72 + 31 = 103 (data 125); PRE max(72 + 45, 103 + 9) = 117; ACT max(117 + 26, 72 + 72) = 144; ... one
     access every tRC = 72."""
-    channel = PseudoChannel(HBM3, ControllerParams(scheduling="fcfs"))
+    channel = PseudoChannel(HBM3, DRAMControllerParams(scheduling="fcfs"))
     left = run(channel, reads(*({"row": k % 2} for k in range(4))))
     assert commands(channel, "ACT", "PRE", "RD") == [
         (0, "ACT", 0), (31, "RD", 0), (45, "PRE", 0), (72, "ACT", 0), (103, "RD", 0), (117, "PRE", 0),
@@ -114,8 +114,8 @@ def test_isolated_row_conflict_costs_trp_trcd_cl():
     """A read to another row of an open bank, long after tRAS: PRE at once, data tRP + tRCD_RD + CL + BL =
     26 + 31 + 20 + 2 = 79 cycles after arrival; to a closed bank tRCD_RD + CL + BL = 53; a row hit CL + BL = 22."""
     channel = PseudoChannel(HBM3)
-    left = run(channel, reads({"row": 0}) + [(200, Request(address(row=1)))] + [(400, Request(address(row=1)))]
-               + [(600, Request(address(bank=1)))])
+    left = run(channel, reads({"row": 0}) + [(200, DRAMRequest(address(row=1)))] + [(400, DRAMRequest(address(row=1)))]
+               + [(600, DRAMRequest(address(bank=1)))])
     assert (left[0], left[1] - 200, left[2] - 400, left[3] - 600) == (53, 79, 22, 53)
 
 
@@ -146,7 +146,7 @@ def test_refresh_blocks_for_trfc_every_trefi():
     assert commands(channel, "REF", "PREA") == [(6240, "REF", -1), (12480, "REF", -1), (18720, "REF", -1)]
 
     channel = PseudoChannel(HBM3)
-    left = run(channel, reads({}) + [(6240, Request(address(column=1)))])
+    left = run(channel, reads({}) + [(6240, DRAMRequest(address(column=1)))])
     assert commands(channel, "PREA", "REF", "ACT", "RD") == [
         (0, "ACT", 0), (31, "RD", 0), (6240, "PREA", -1), (6266, "REF", -1), (6826, "ACT", 0), (6857, "RD", 0)]
     assert left[1] == 6879
@@ -159,9 +159,9 @@ def test_read_write_turnarounds():
     read→write: WR tRTW = 20 after RD. Writes are done CWL + BL = 12 after WR, reads 22 after RD."""
     channel = PseudoChannel(HBM3)
     arrivals = reads({"bankgroup": 0}, {"bankgroup": 1}) + [
-        (200, Request(address(column=1), is_write=True)), (200, Request(address(column=2))),
-        (400, Request(address(column=3), is_write=True)), (400, Request(address(bankgroup=1, column=3))),
-        (600, Request(address(column=4))), (600, Request(address(column=5), is_write=True))]
+        (200, DRAMRequest(address(column=1), is_write=True)), (200, DRAMRequest(address(column=2))),
+        (400, DRAMRequest(address(column=3), is_write=True)), (400, DRAMRequest(address(bankgroup=1, column=3))),
+        (600, DRAMRequest(address(column=4))), (600, DRAMRequest(address(column=5), is_write=True))]
     left = run(channel, arrivals)
     assert commands(channel, "RD", "WR")[2:] == [(200, "WR", 0), (222, "RD", 0), (400, "WR", 0), (419, "RD", 4),
                                                  (600, "RD", 0), (620, "WR", 0)]
@@ -171,15 +171,15 @@ def test_read_write_turnarounds():
 def test_frfcfs_serves_a_younger_row_hit_before_an_older_miss():
     """Row 0 of bank 0 open (a read at 0). At 100 a read to row 1 (older) and one to row 0 (younger) arrive.
     FR-FCFS: the hit's RD at 100 (data 122); then PRE at RD + tRTP = 109, ACT 135, the miss's RD 166 (data 188)."""
-    arrivals = reads({}) + [(100, Request(address(row=1))), (100, Request(address(row=0, column=1)))]
-    channel = PseudoChannel(HBM3, ControllerParams(in_order=False))
+    arrivals = reads({}) + [(100, DRAMRequest(address(row=1))), (100, DRAMRequest(address(row=0, column=1)))]
+    channel = PseudoChannel(HBM3, DRAMControllerParams(in_order=False))
     left = run(channel, arrivals)
     assert commands(channel, "PRE", "ACT", "RD")[2:] == [(100, "RD", 0), (109, "PRE", 0), (135, "ACT", 0),
                                                          (166, "RD", 0)]
     assert (left[1], left[2]) == (188, 122)
     # Responses in order: the hit's waits for the older miss's; the commands are the same.
-    channel = PseudoChannel(HBM3, ControllerParams(in_order=True))
-    left = run(channel, [(c, Request(r.address)) for c, r in arrivals])
+    channel = PseudoChannel(HBM3, DRAMControllerParams(in_order=True))
+    left = run(channel, [(c, DRAMRequest(r.address)) for c, r in arrivals])
     assert (left[1], left[2]) == (188, 188)
 
 
@@ -187,8 +187,8 @@ def test_fcfs_does_not_reorder():
     """The same requests under FCFS: the miss first, PRE at 100 (tRAS and tRTP long past), ACT 126, RD 157 (data
     179); then the younger read needs row 0 again: PRE max(126 + tRAS 45, 157 + tRTP 9) = 171, ACT
     max(171 + tRP 26, 126 + tRC 72) = 198, RD 229 (data 251)."""
-    channel = PseudoChannel(HBM3, ControllerParams(scheduling="fcfs", in_order=False))
-    left = run(channel, reads({}) + [(100, Request(address(row=1))), (100, Request(address(row=0, column=1)))])
+    channel = PseudoChannel(HBM3, DRAMControllerParams(scheduling="fcfs", in_order=False))
+    left = run(channel, reads({}) + [(100, DRAMRequest(address(row=1))), (100, DRAMRequest(address(row=0, column=1)))])
     assert commands(channel, "PRE", "ACT", "RD")[2:] == [(100, "PRE", 0), (126, "ACT", 0), (157, "RD", 0),
                                                          (171, "PRE", 0), (198, "ACT", 0), (229, "RD", 0)]
     assert (left[1], left[2]) == (179, 251)
@@ -197,7 +197,7 @@ def test_fcfs_does_not_reorder():
 def test_fcfs_opens_rows_of_other_banks_ahead():
     """FCFS keeps column commands in order but activates other banks meanwhile: two reads to two bank groups
     give ACTs 0 and 4 and RDs 31 and 35, exactly as FR-FCFS (no reordering was needed)."""
-    channel = PseudoChannel(HBM3, ControllerParams(scheduling="fcfs"))
+    channel = PseudoChannel(HBM3, DRAMControllerParams(scheduling="fcfs"))
     run(channel, reads({"bankgroup": 0}, {"bankgroup": 1}))
     assert commands(channel, "ACT", "RD") == [(0, "ACT", 0), (4, "ACT", 4), (31, "RD", 0), (35, "RD", 4)]
 
@@ -207,21 +207,21 @@ def test_same_address_is_never_reordered():
     read's tRCD_RD = 31, but would overwrite what the read must see; it waits for RD 31 + tRTW 20 = 51. A write
     to another column of the row does not wait: WR 15, and the read then waits tCWL + BL + tWTR_L = 22: RD 37."""
     channel = PseudoChannel(HBM3)
-    run(channel, [(0, Request(address())), (0, Request(address(), is_write=True))])
+    run(channel, [(0, DRAMRequest(address())), (0, DRAMRequest(address(), is_write=True))])
     assert commands(channel, "RD", "WR") == [(31, "RD", 0), (51, "WR", 0)]
     channel = PseudoChannel(HBM3)
-    run(channel, [(0, Request(address())), (0, Request(address(column=1), is_write=True))])
+    run(channel, [(0, DRAMRequest(address())), (0, DRAMRequest(address(column=1), is_write=True))])
     assert commands(channel, "RD", "WR") == [(15, "WR", 0), (37, "RD", 0)]
 
 
 def test_bounded_queue():
     """A full queue refuses; a request leaves it when its column command issues (RD at 31)."""
-    channel = PseudoChannel(HBM3, ControllerParams(queue_depth=2))
-    channel.accept(Request(address(column=0)))
-    channel.accept(Request(address(column=1)))
+    channel = PseudoChannel(HBM3, DRAMControllerParams(queue_depth=2))
+    channel.accept(DRAMRequest(address(column=0)))
+    channel.accept(DRAMRequest(address(column=1)))
     assert not channel.can_accept()
     with pytest.raises(RuntimeError, match="full"):
-        channel.accept(Request(address(column=2)))
+        channel.accept(DRAMRequest(address(column=2)))
     for _ in range(31):
         channel.step()
     assert not channel.can_accept()
@@ -234,7 +234,7 @@ def test_hbm4_idle_read_and_row_conflict():
     tCK after arrival; a row conflict long after tRAS 33 + 61 = 94 tCK. (HBM4's mapping has 1 SID bit more:
     row:sid:bank:bankgroup:column with 4, 8, 2 and 32 values, so row 1 is 2048 bursts further.)"""
     channel = PseudoChannel(HBM4)
-    left = run(channel, [(0, Request(0)), (300, Request(4 * 8 * 2 * 32))])
+    left = run(channel, [(0, DRAMRequest(0)), (300, DRAMRequest(4 * 8 * 2 * 32))])
     assert (left[0], left[1] - 300) == (61, 94)
 
 
@@ -244,19 +244,19 @@ def test_reads_alternating_between_sids_at_tccd_r():
     data bus, BL = 2 apart."""
     warm = reads({"sid": 0}, {"sid": 1})
     channel = PseudoChannel(HBM3)
-    run(channel, warm + [(100, Request(address(sid=k % 2, column=1 + k // 2))) for k in range(6)])
+    run(channel, warm + [(100, DRAMRequest(address(sid=k % 2, column=1 + k // 2))) for k in range(6)])
     assert [c for c, _, _ in commands(channel, "RD")] == [31, 35] + [100 + 3 * k for k in range(6)]
     channel = PseudoChannel(HBM3)
-    run(channel, warm + [(100, Request(address(sid=k % 2, column=1 + k // 2), is_write=True)) for k in range(6)])
+    run(channel, warm + [(100, DRAMRequest(address(sid=k % 2, column=1 + k // 2), is_write=True)) for k in range(6)])
     assert [c for c, _, _ in commands(channel, "WR")] == [100 + 2 * k for k in range(6)]
 
 
-def _write_behind_reads() -> list[tuple[int, Request]]:
+def _write_behind_reads() -> list[tuple[int, DRAMRequest]]:
     """Rows open in bank groups 0 and 1 (reads at 0: RDs 31 and 35). From 100 a read to bank group 0 every 4
     cycles (tCCD_L: each issues as it arrives); at 101 a write to bank group 1."""
-    stream = [(100 + 4 * k, Request(address(column=k % 32))) for k in range(150)]
+    stream = [(100 + 4 * k, DRAMRequest(address(column=k % 32))) for k in range(150)]
     return reads({"bankgroup": 0}, {"bankgroup": 1}) + stream[:1] + [
-        (101, Request(address(bankgroup=1, column=1), is_write=True))] + stream[1:]
+        (101, DRAMRequest(address(bankgroup=1, column=1), is_write=True))] + stream[1:]
 
 
 def test_age_cap_ends_a_writes_starvation_behind_reads():
@@ -264,10 +264,10 @@ def test_age_cap_ends_a_writes_starvation_behind_reads():
     With `age_cap` 256 the write is served in order from 101 + 256 = 357: the last read went at 356
     (100 + 4 × 64), the WR at 356 + 20 = 376 (bank 4: bank group 1), the next read at WR + tCWL + BL + tWTR_S =
     376 + 10 + 2 + 7 = 395, then every tCCD_L."""
-    channel = PseudoChannel(HBM3, ControllerParams(age_cap=256))
+    channel = PseudoChannel(HBM3, DRAMControllerParams(age_cap=256))
     run(channel, _write_behind_reads(), until=400)
     assert commands(channel, "WR") == [(376, "WR", 4)]
     assert [c for c, _, _ in commands(channel, "RD") if 340 <= c < 400] == [340, 344, 348, 352, 356, 395, 399]
-    starved = PseudoChannel(HBM3, ControllerParams(age_cap=10**6))
+    starved = PseudoChannel(HBM3, DRAMControllerParams(age_cap=10**6))
     run(starved, _write_behind_reads(), until=700)
     assert commands(starved, "WR") == []

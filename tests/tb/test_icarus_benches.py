@@ -5,8 +5,8 @@ not installed (`apt-get install iverilog`; `.ci/run` installs it)."""
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.runner import run_bench
-from tb.verify import bench_runs, run_ids
+from basedie.flow.runner import run_bench
+from basedie.flow.verify import bench_runs, run_ids
 
 from tests.tb.planted import needs_icarus
 

@@ -9,7 +9,7 @@ from rtl.mmu import lsu
 from rtl.mmu.params import POLICIES, MMUParams
 from rtl.mmu.ports import Fault
 from rtl.registry import BLOCKS
-from tb.runner import BenchFailed, run_bench
+from basedie.flow.runner import BenchFailed, run_bench
 
 from tests.bench_configurations import beside_build
 from tests.tb.bench_runs import each_run, measure

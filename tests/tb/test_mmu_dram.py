@@ -7,7 +7,7 @@ import pytest
 
 from rtl.mmu.params import MMUParams
 from tb.dram.timing import HBM3
-from tb.runner import run_bench
+from basedie.flow.runner import run_bench
 
 from tests.bench_configurations import beside_build
 from tests.tb.planted import needs_icarus

@@ -9,7 +9,7 @@ import pytest
 
 from basedie import verified
 from tb.models import dqb, fp, lookup_table
-from tb.models import pc_layout as pl
+from basedie.weights import pc_layout as pl
 
 FORMATS = {4: ("int4",), 8: ("int8", "fp8_e4m3")}
 

@@ -9,7 +9,7 @@ from tests.tb.planted import always_ready, failed_tests, needs_icarus
 
 from rtl.pnm_buffer import arbiter, buffer
 from rtl.registry import BLOCKS
-from tb.verify import module_runs
+from basedie.flow.verify import module_runs
 
 pytestmark = pytest.mark.verilator
 

@@ -5,7 +5,7 @@ import pytest
 from rtl.pnm_controller import controller, decode
 from rtl.pnm_controller.outstanding import Outstanding
 from rtl.registry import BLOCKS
-from tb.runner import BenchFailed, run_bench
+from basedie.flow.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run, measure
 from tests.tb.planted import needs_icarus

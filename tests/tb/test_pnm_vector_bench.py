@@ -6,7 +6,7 @@ import pytest
 from rtl.pnm_vector import approx
 from rtl.pnm_vector.ports import Op
 from rtl.registry import BLOCKS
-from tb.runner import BenchFailed, run_bench
+from basedie.flow.runner import BenchFailed, run_bench
 
 from tests.tb.bench_runs import each_run
 from tests.tb.planted import needs_icarus

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from tb import runner
+from basedie.flow import runner
 
 from tests.bench_configurations import beside_build
 
@@ -120,9 +120,9 @@ def test_a_hierarchical_build_runs_the_bench_cycle_for_cycle_as_the_flat_one(tmp
     from rtl.registry import BLOCKS
 
     params = BLOCKS["pnm_lane"].params(width=2, sublane_width=1)
-    flat = runner.run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "flat", seed=7)
+    flat = runner.run_bench("pnm_lane", "tb.pnm_lane.bench", params, runs=tmp_path / "flat", seed=7)
     monkeypatch.setattr(runner, "HIER_MIN_INSTANCES", 2)
     build_dir = runner.build("pnm_lane", params)
     assert (build_dir / "Vpnm_fp16_mul_fp32").is_dir() and not (build_dir / "Vpnm_fp32_add").exists()
-    hierarchical = runner.run_bench("pnm_lane", "tb.pnm.bench", params, runs=tmp_path / "hier", seed=7)
+    hierarchical = runner.run_bench("pnm_lane", "tb.pnm_lane.bench", params, runs=tmp_path / "hier", seed=7)
     assert hierarchical == flat and flat["cycles_simulated"] > 0

@@ -8,7 +8,7 @@ from basedie import verified
 from basedie.cli import main
 from rtl.mmu.params import MMUParams
 from tb import bench
-from tb.verify import Run, soak_runs
+from basedie.flow.verify import Run, soak_runs
 
 SOAK = {"beats_per_port": 5, "beats": {"i": 5, "o": 5}, "cycles": 17, "memory": "ideal", "lost": 0, "duplicated": 0, "reordered": 0,
         "wall_seconds": 3}

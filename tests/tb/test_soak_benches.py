@@ -5,7 +5,7 @@ benches' own tests use."""
 import pytest
 
 from rtl.registry import BLOCKS
-from tb.runner import run_bench
+from basedie.flow.runner import run_bench
 
 from tests.tb.bench_runs import built_together
 

@@ -16,8 +16,8 @@ from amaranth.lib.wiring import In, Out
 from basedie.cli import main
 from rtl.generate import verilog_of
 from rtl.registry import BLOCKS
-from tb import synthesis
-from tb.synthesis import Netlist, SynthesisError, figures, run_yosys
+from basedie.flow import synthesis
+from basedie.flow.synthesis import Netlist, SynthesisError, figures, run_yosys
 
 from tests.bench_configurations import bench_params
 
@@ -149,7 +149,7 @@ def test_fp32_add_area_matches_yosys_own_liberty_area() -> None:
     import subprocess
     import tempfile
     from basedie import liberty
-    from tb.yosys import COMMAND
+    from basedie.flow.yosys import COMMAND
 
     entry = synthesis.synthesize("fp32_add", BLOCKS["fp32_add"].params())
     f = entry["figures"]
@@ -384,7 +384,7 @@ def _hierarchical(component) -> str:
 
 
 def test_the_module_tree_counts_instances_through_every_level_and_keys_ignore_names() -> None:
-    from tb import synthesis_hierarchy as hierarchy
+    from basedie.flow import synthesis_hierarchy as hierarchy
 
     leaf = "(a, y);\n  input a;\n  output y;\n  assign y = ~a;\nendmodule\n"
     text = ("module top(a, y);\n  input a;\n  output y;\n  mid m0 (\n  );\n  mid m1 (\n  );\n  \\leaf.x  \\U$0  (\n"

@@ -10,7 +10,7 @@ import pytest
 
 from basedie import verified
 from rtl.registry import BLOCKS
-from tb.verify import bench_runs
+from basedie.flow.verify import bench_runs
 
 
 def test_committed_table_matches_current_sources() -> None:
@@ -23,9 +23,10 @@ def test_committed_table_matches_current_sources() -> None:
 
 @pytest.fixture
 def tree(tmp_path) -> Path:
-    """A copy of the sources the table's digests cover (`rtl/` and `tb/`), which the committed table matches."""
+    """A copy of the sources the table's digests cover (`rtl/`, `tb/` and, in `basedie/`, the build flow and the
+    weight layouts), which the committed table matches."""
     root = verified.project_root()
-    for package in ("rtl", "tb"):
+    for package in ("rtl", "tb", "basedie"):
         shutil.copytree(root / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     verified.load(root=tmp_path)
     return tmp_path
@@ -55,10 +56,11 @@ def test_a_changed_block_source_makes_only_the_blocks_built_from_it_stale(tree: 
 
 
 @pytest.mark.parametrize("edited,blocks", [
-    ("tb/pnm/bench.py", {"pnm_lane", "pnm_array"}),        # the bench
-    ("tb/pnm/stimulus.py", {"pnm_lane", "pnm_array"}),     # its stimulus
-    ("tb/models/pnm.py", {"pnm_lane", "pnm_array", "pnm", "base_die"}),  # its golden model (the whole PNM's uses it)
+    ("tb/pnm_lane/bench.py", {"pnm_lane", "pnm_array"}),        # the bench
+    ("tb/pnm_lane/stimulus.py", {"pnm_lane", "pnm_array"}),     # its stimulus
+    ("tb/models/pnm_lane.py", {"pnm_lane", "pnm_array", "pnm", "base_die"}),  # its golden model (the whole PNM's uses it)
     ("tb/models/mmu.py", {"mmu", "pnm_controller", "pnm", "base_die"}),  # the controller's model packs MMU instructions
+    ("basedie/weights/pc_layout.py", {"dqb", "base_die"}),   # the quantized layers their benches read
 ])
 def test_a_changed_bench_stimulus_or_golden_model_makes_its_blocks_stale(tree: Path, edited: str,
                                                                          blocks: set[str]) -> None:
@@ -68,8 +70,9 @@ def test_a_changed_bench_stimulus_or_golden_model_makes_its_blocks_stale(tree: P
     assert stale_blocks(stale) == blocks
 
 
-def test_a_changed_shared_bench_part_makes_every_block_stale(tree: Path) -> None:
-    touch(tree / "tb" / "bench.py")
+@pytest.mark.parametrize("edited", ["tb/bench.py", "basedie/flow/runner.py"])   # a bench part; the build flow
+def test_a_changed_shared_bench_part_makes_every_block_stale(tree: Path, edited: str) -> None:
+    touch(tree / edited)
     with pytest.raises(verified.StaleTableError) as stale:
         verified.load(root=tree)
     assert stale_blocks(stale) == set(BLOCKS)

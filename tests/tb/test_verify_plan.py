@@ -4,10 +4,10 @@ uses recorded times, then stated ones."""
 import json
 
 from basedie.verified import VerifiedEntry, store
-from rtl.pnm.params import LaneParams
+from rtl.pnm_lane.params import LaneParams
 from rtl.registry import BLOCKS
-from tb.progress import Progress, read_timings
-from tb.verify import Run, module_runs, planned_runs, stated_seconds
+from basedie.flow.progress import Progress, read_timings
+from basedie.flow.verify import Run, module_runs, planned_runs, stated_seconds
 
 
 def test_quick_runs_only_the_small_configs_and_keeps_other_entries(tmp_path) -> None:

@@ -1,9 +1,9 @@
-"""`tb.yosys.ready`: the first Yosys run of a machine is one process's, the others wait for it
+"""`basedie.flow.yosys.ready`: the first Yosys run of a machine is one process's, the others wait for it
 (docs/guides/testing.md)."""
 import fcntl
 import threading
 
-from tb import yosys
+from basedie.flow import yosys
 
 
 def test_ready_waits_while_another_process_holds_the_lock_then_runs_yosys_once(tmp_path, monkeypatch) -> None:

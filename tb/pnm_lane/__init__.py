@@ -1,0 +1,1 @@
+"""cocotb bench of the DuoPD PNM lane and array."""

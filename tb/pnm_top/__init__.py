@@ -1,1 +1,0 @@
-"""cocotb bench of the PNM top (`pnm`)."""

@@ -1,10 +1,11 @@
 """cocotb bench of the PNM vector unit: per-op latency, II and elements per cycle; every op and both reductions
 bit-exact against `tb.models.pnm_vector`, at full rate and under random back-pressure; reset mid-stream.
 
-A scoreboard compares each output beat with the next expected one as it arrives, so the first failure names
-its beat, op and operands.
+The scoreboard compares each output beat with the next expected one as it arrives, so the first failure names
+its beat, cycle, op and operands.
 """
 import random
+from dataclasses import dataclass
 
 import cocotb
 import numpy as np
@@ -16,6 +17,7 @@ from rtl.registry import BLOCKS
 from .. import bench
 from ..models import fp
 from ..models import pnm_vector as model
+from ..scoreboard import StreamHarness
 from . import stimulus
 
 STREAM_BEATS = 48  # beats of an uninterrupted stream per op when measuring the II
@@ -36,58 +38,48 @@ def _unit():
     return block.component(block.params(**cfg["params"]))
 
 
-class Scoreboard:
-    """Expected output beats in order, with the input beats that produced each (for the failure message)."""
+@dataclass(frozen=True)
+class Source:
+    """The input beats that produced one output beat, described only when a failure names them."""
+    beats: list[model.Beat]
 
-    def __init__(self, beats: list[model.Beat]) -> None:
-        self.expected, self.sources, self.checked = [], [], 0
-        pending = []
-        for beat in beats:
-            pending.append(beat)
-            if beat.reduce == Reduce.NONE.value or beat.last:
-                self.sources.append(pending)
-                pending = []
-        self.expected = model.run(beats)
-        self.expected_bits = [stimulus.pack_results(results, _width()) for results in self.expected]
-
-    def check(self, bits: int) -> None:
-        """Equal payloads are bit-exact results; any other is compared value by value (a NaN matches a NaN)."""
-        k = self.checked
-        assert k < len(self.expected), f"output beat {k} beyond the {len(self.expected)} expected"
-        if bits == self.expected_bits[k]:
-            self.checked += 1
-            return
-        got = stimulus.unpack(bits, _width())
-        bad = fp.mismatches(got.ravel(), self.expected[k].ravel(), "fp32")
-        if len(bad):
-            source = self.sources[k][-1]
-            raise AssertionError(
-                f"output beat {k} ({Op(source.op).name}, reduce {Reduce(source.reduce).name}, "
-                f"{len(self.sources[k])} input beats; last operands a,b,c,d per lane "
-                f"{[[hex(v) for v in lane] for lane in source.operands.T]}): got "
-                f"{[[hex(v) for v in lane] for lane in got.T]}, expected "
-                f"{[[hex(v) for v in lane] for lane in self.expected[k].T]}")
-        self.checked += 1
+    def __str__(self) -> str:
+        last = self.beats[-1]
+        return (f"{Op(last.op).name}, reduce {Reduce(last.reduce).name}, {len(self.beats)} input beats; last "
+                f"operands a,b,c,d per lane {[[hex(v) for v in lane] for lane in last.operands.T]}")
 
 
-def _ends(dut, rng: random.Random | None = None, source_pause: float = 0.0, sink_pause: float = 0.0):
-    """The bench's one source and one sink of a test (two drivers of one bus would fight), with random pauses."""
-    src, snk = bench.source(dut, "i"), bench.sink(dut, "o")
-    if rng is not None:
-        src.set_pause_generator(bench.random_pauses(rng, source_pause))
-        snk.set_pause_generator(bench.random_pauses(rng, sink_pause))
-    return src, snk
+def _expected(beats: list[model.Beat], width: int) -> tuple[list[int], list[Source]]:
+    """The golden model's output payloads, each with the input beats that produced it."""
+    sources, pending = [], []
+    for beat in beats:
+        pending.append(beat)
+        if beat.reduce == Reduce.NONE.value or beat.last:
+            sources.append(Source(pending))
+            pending = []
+    return [stimulus.pack_results(results, width) for results in model.run(beats)], sources
 
 
-async def _run(ends, beats: list[model.Beat]) -> Scoreboard:
-    """Send the beats and check every output beat as it arrives."""
-    src, snk = ends
-    scoreboard = Scoreboard(beats)
+def _harness(dut, rng: random.Random | None = None, source_pause: float = 0.0,
+             sink_pause: float = 0.0) -> StreamHarness:
+    """Every output beat checked on arrival: bit-exact, any NaN matching a NaN reference; random pauses on the
+    input and stalls on the output if `rng` is given."""
     width = _width()
-    cocotb.start_soon(bench.send_all(src, [stimulus.pack(b, width) for b in beats]))
-    for _ in range(len(scoreboard.expected)):
-        scoreboard.check(await snk.recv())
-    return scoreboard
+    h = StreamHarness(dut, compare=lambda got, expected: got == expected or not len(fp.mismatches(
+        stimulus.unpack(got, width).ravel(), stimulus.unpack(expected, width).ravel(), "fp32")),
+        describe=lambda bits: str([[hex(v) for v in lane] for lane in stimulus.unpack(bits, width).T]))
+    if rng is not None:
+        h.src.set_pause_generator(bench.random_pauses(rng, source_pause))
+        h.snk.set_pause_generator(bench.random_pauses(rng, sink_pause))
+    return h
+
+
+async def _run(h: StreamHarness, beats: list[model.Beat]) -> int:
+    """Send the beats and wait for every output beat, each checked as it arrives; the number of output beats."""
+    width = _width()
+    expected, sources = _expected(beats, width)
+    await h.run([stimulus.pack(b, width) for b in beats], expected, sources)
+    return len(expected)
 
 
 @cocotb.test()
@@ -98,14 +90,14 @@ async def latency_and_throughput_per_op(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(1)
-    ends = _ends(dut)
+    h = _harness(dut)
     accepted, delivered = bench.HandshakeProbe(dut, "i"), bench.HandshakeProbe(dut, "o")
     figures = {}
     for op in Op:
         for beats in (stimulus.elementwise_beats(rng, op, 1, width),
                       stimulus.elementwise_beats(rng, op, STREAM_BEATS, width)):
             first_in, first_out = len(accepted.cycles), len(delivered.cycles)
-            await _run(ends, beats)
+            await _run(h, beats)
             inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
             if len(beats) == 1:
                 latency = outputs[0] - inputs[0]
@@ -119,7 +111,7 @@ async def latency_and_throughput_per_op(dut):
     for op, reduce in REDUCTIONS:
         length = 8
         first_in, first_out = len(accepted.cycles), len(delivered.cycles)
-        await _run(ends, stimulus.reduction_beats(rng, op, reduce, [length] * 4, width))
+        await _run(h, stimulus.reduction_beats(rng, op, reduce, [length] * 4, width))
         inputs, outputs = accepted.cycles[first_in:], delivered.cycles[first_out:]
         assert len(outputs) == 4
         latency = outputs[0] - inputs[length - 1]
@@ -144,8 +136,8 @@ async def bit_exact(dut):
     beats = [b for op in Op for b in stimulus.elementwise_beats(rng, op, per_op, width)]
     for op, reduce in REDUCTIONS:
         beats += stimulus.reduction_beats(rng, op, reduce, list(rng.integers(1, 10, 12)), width)
-    scoreboard = await _run(_ends(dut), beats)
-    bench.record(beats_checked=len(beats), output_beats_checked=scoreboard.checked)
+    outputs = await _run(_harness(dut), beats)
+    bench.record(beats_checked=len(beats), output_beats_checked=outputs)
 
 
 def _random_op(rng: np.random.Generator, width: int) -> list[model.Beat]:
@@ -165,10 +157,10 @@ async def random_back_pressure(dut):
     await bench.start(dut)
     rng = np.random.default_rng(3)
     beats = [beat for _ in range(40) for beat in _random_op(rng, width)]
-    scoreboard = await _run(_ends(dut, random.Random(3), 0.3, 0.5), beats)
-    await ClockCycles(dut.clk, 20)
-    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
-    bench.record(back_pressure_beats=len(beats), back_pressure_outputs=scoreboard.checked)
+    h = _harness(dut, random.Random(3), 0.3, 0.5)
+    outputs = await _run(h, beats)
+    await h.board.idle(dut.o__valid)
+    bench.record(back_pressure_beats=len(beats), back_pressure_outputs=outputs)
 
 
 @cocotb.test()
@@ -177,18 +169,18 @@ async def reset_mid_stream(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(4)
-    src, snk = _ends(dut)
-    snk.pause = True
+    h = _harness(dut)
+    h.snk.pause = True
     first = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [6], width)[:4]  # no `last`: left half-folded
-    await bench.send_all(src, [stimulus.pack(b, width) for b in first])
+    await bench.send_all(h.src, [stimulus.pack(b, width) for b in first])
     await ClockCycles(dut.clk, 8)
-    src.clear()
+    h.src.clear()
     await bench.reset(dut)
     assert dut.o__valid.value == 0, "output valid right after reset"
-    snk.clear()
-    snk.pause = False
+    h.snk.clear()
+    h.snk.pause = False
     beats = stimulus.reduction_beats(rng, Op.ADD, Reduce.SUM, [3, 2], width)
-    await _run((src, snk), beats + stimulus.elementwise_beats(rng, Op.GELU, 20, width))
+    await _run(h, beats + stimulus.elementwise_beats(rng, Op.GELU, 20, width))
 
 
 @cocotb.test(skip=not bench.soak_beats())
@@ -199,14 +191,14 @@ async def soak(dut):
     width = _width()
     await bench.start(dut)
     rng = np.random.default_rng(7)
-    ends = _ends(dut, random.Random(7), 0.3, 0.5)
+    h = _harness(dut, random.Random(7), 0.3, 0.5)
     start, sent, outputs = bench.cycles_simulated(), 0, 0
     while sent < bench.soak_beats():
         beats = []
         while len(beats) < min(bench.SOAK_CHUNK, bench.soak_beats()):
             beats += _random_op(rng, width)
-        outputs += (await _run(ends, beats)).checked
+        outputs += await _run(h, beats)
         sent += len(beats)
-    await ClockCycles(dut.clk, 20)
-    assert dut.o__valid.value == 0, "output still valid after the last expected beat: a duplicated beat"
+        h.board.clear()
+    await h.board.idle(dut.o__valid)
     bench.record_soak({"i": sent, "o": outputs}, bench.cycles_simulated() - start)

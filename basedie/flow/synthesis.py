@@ -27,7 +27,7 @@ from rtl.generate import verilog_of
 from rtl.params import Params
 from rtl.registry import BLOCKS
 from basedie import liberty
-from basedie.netlist_analysis import OUTPUT_LOAD_FF, Figures, Path as TimingPath, analyse, analyse_design
+from basedie.netlist_analysis import MAX_FANOUT, OUTPUT_LOAD_FF, Figures, Path as TimingPath, analyse, analyse_design
 from basedie.vcd_activity import toggle_rates
 from basedie.verified import rtl_digest
 
@@ -234,7 +234,8 @@ def entry_figures(block: Figures, memory_bits: int, rom_bits: int, depth_levels:
         "timing": {"clock_hz": clock_hz, "period_ps": round(period_ps, 1), "slack_ps": path.slack_ps,
                    "critical_path_ps": round(period_ps - path.slack_ps, 1),
                    "max_clock_mhz": round(1e6 / (period_ps - path.slack_ps), 1),
-                   "module": where, "start": path.start, "end": path.end},
+                   "module": where, "start": path.start, "end": path.end,
+                   "buffer_trees": [asdict(tree) for tree in block.buffer_trees]},
         "power": {"toggle_rate": TOGGLE_RATE, "clock_hz": clock_hz, "leakage_w": block.leakage_w,
                   "dynamic_w": dynamic_w, "total_w": block.leakage_w + dynamic_w},
     }
@@ -310,9 +311,9 @@ def synthesized_verilog(block_name: str, params: Params) -> str:
 
 def module_settings(clock_hz: float) -> str:
     """What a module's record depends on beside its Verilog: the script (with the clock), the toggle rate, the
-    library and the Yosys version."""
+    library, the Yosys version and the buffer trees' rule."""
     return "\0".join([script("<module>", 1e12 / clock_hz, {}, "<module>.v", stubs=True), str(TOGGLE_RATE),
-                      library_digest(), yosys_version()])
+                      library_digest(), yosys_version(), f"buffer trees: fan-out {MAX_FANOUT}"])
 
 
 def synthesize_by_hierarchy(block_name: str, params: Params, modules: dict, timeout: float | None = None,

@@ -246,6 +246,9 @@ def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path
                                kept["provenance"], 60)
     assert not synthesis._same_run({"figures": None, "provenance": {**kept["provenance"], "timed_out_after_s": 60}},
                                    kept["provenance"], 600)
+    # So does a run analysed under another rule for nets into many instances.
+    assert not synthesis._same_run({**kept, "provenance": {**kept["provenance"], "buffer_rule": "none"}},
+                                   kept["provenance"], None)
 
 
 def attempted_within_budget(name: str, entry: dict) -> bool:

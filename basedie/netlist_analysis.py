@@ -308,16 +308,18 @@ def buffer_cell(caps: list[float], library: Library) -> Cell:
 
 
 def _insert_buffer_trees(cells, cell_names, load, drivers, clocks: set, library: Library, fresh: Iterator[int]):
-    """Drive every net into more than `MAX_FANOUT` box pins (its clock excepted) through a tree of one buffer cell
-    (`buffer_cell`), appended to `cells`: the leaves take the pins in order, `MAX_FANOUT` each. The net keeps
-    its other pins. Returns (net, cell, the pins' capacitances) per tree."""
+    """Drive every net into more than `MAX_FANOUT` box pins (its clock excepted; a pin the box leaves unused loads
+    nothing and counts none) through a tree of one buffer cell (`buffer_cell`), appended to `cells`: the leaves
+    take the pins in order, `MAX_FANOUT` each. The net keeps its other pins. Returns (net, cell, the pins'
+    capacitances) per tree."""
     sinks: dict = defaultdict(list)
     for index, (kind, ins, _) in enumerate(cells):
         if isinstance(kind, Figures):
             for pin, bits in ins.items():
+                cap = kind.input_capacitance_ff.get(pin, 0.0)
                 for position, bit in enumerate(bits):
-                    if isinstance(bit, int) and bit not in clocks:
-                        sinks[bit].append((index, pin, position, kind.input_capacitance_ff.get(pin, 0.0)))
+                    if isinstance(bit, int) and bit not in clocks and cap > 0:
+                        sinks[bit].append((index, pin, position, cap))
     trees = []
     for net, pins in sinks.items():
         if len(pins) <= MAX_FANOUT:

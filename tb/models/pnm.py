@@ -2,8 +2,8 @@
 and docs/pnm-isa.md. Control (which commands issue, how a program ends) is the controller's model
 (`tb.models.pnm_controller`); the data each command moves or computes is numpy here: FP16 products and FP32
 round-to-nearest-even sums in the lanes' documented order and their exact accumulator (`tb.models.pnm_lane`), the
-vector unit's documented algorithms (`tb.models.pnm_vector`). Commands run one after another in program order, which is what a program
-whose dependent instructions are separated by BARRIERs observes."""
+vector unit's documented algorithms (`tb.models.pnm_vector`). Commands run one after another in program order,
+which is what a program whose dependent instructions are separated by BARRIERs observes."""
 from dataclasses import dataclass
 
 import numpy as np

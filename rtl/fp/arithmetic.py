@@ -4,12 +4,12 @@ Yosys maps `+` to a ripple-carry adder and `*` to an array multiplier, a carry c
 delay-driven mapping does not restructure either into a tree: a 48-bit `+` alone takes 1.5 ns on the ASAP7
 cells. These networks give the mapper the logarithmic depth to start from.
 """
-from amaranth.hdl import Cat, Mux, Value
+from amaranth.hdl import Cat, Const, Mux, Value
 
 from ..pipeline import Stages
 
 
-def prefix_sum(stages: Stages, a: Value, b: Value, carry_in: int | Value = 0) -> Value:
+def prefix_sum(stages: Stages, a: Value, b: Value, carry_in: int = 0) -> Value:
     """a + b + carry_in (unsigned, one bit wider than the wider operand) by a Kogge-Stone carry network:
     log2(width) levels of generate/propagate merging instead of a carry rippling through every bit."""
     width = max(len(a), len(b))
@@ -19,7 +19,7 @@ def prefix_sum(stages: Stages, a: Value, b: Value, carry_in: int | Value = 0) ->
         merged = stages.nets(carry=carry | (propagate & (carry << span)[:width]),
                              propagate=propagate & (propagate << span)[:width])
         carry, propagate, span = merged.carry, merged.propagate, 2 * span
-    return Cat(bits.propagate ^ Cat(Value.cast(carry_in)[:1], carry[:width - 1]), carry[width - 1])
+    return Cat(bits.propagate ^ Cat(Const(carry_in, 1), carry[:width - 1]), carry[width - 1])
 
 
 def carry_select_sum(stages: Stages, a: Value, b: Value) -> Value:

@@ -116,5 +116,5 @@ def _resolve(stages: Stages, chunks: list[Value], bits: int) -> Value:
     generate = Cat(chunk[-2] for chunk in chunks)
     propagate = Cat(chunk[-2] | chunk[-1] for chunk in chunks)
     carries = stages.nets(carries=prefix_sum(stages, generate, propagate)[:len(chunks)] ^ generate ^ propagate).carries
-    return Cat(prefix_sum(stages, chunk[:-2], Const(0, len(chunk) - 2), carries[i])[:-1]
+    return Cat(Mux(carries[i], prefix_sum(stages, chunk[:-2], Const(0, len(chunk) - 2), 1)[:-1], chunk[:-2])
                for i, chunk in enumerate(chunks))[:bits]

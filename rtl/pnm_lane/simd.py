@@ -6,8 +6,9 @@ a balanced pairwise tree over adjacent elements (one 2-input `fp32_add` per node
 paper's 8-way adder trees (§4.2) are this tree grouped three levels at a time: an 8-input node built from
 balanced binary trees is the same network, so the fan-in is no parameter. After
 log2(`sublane_width`) levels the partial sums are the sublane dot products (attention mode); the remaining
-levels sum the sublane sums into the lane's dot product (MLP mode). One last stage either emits the sublane
-sums or folds the dot product into the lane's FP32 accumulator.
+levels sum the sublane sums into the lane's dot product (MLP mode). Then the dot product folds into the lane's
+exact accumulator (`accumulator.py`: one stage, the loop) and the sum is rounded to FP32 (`ROUND_STAGES`), while
+the sublane sums travel beside it, so that both modes have the same latency.
 """
 from types import SimpleNamespace
 
@@ -19,7 +20,8 @@ from amaranth.utils import exact_log2
 from ..fp.add import FP32Add, fp32_add
 from ..fp.formats import FP16, FP32
 from ..fp.multiply import FP16MulFP32, fp16_mul_fp32
-from ..pipeline import SharedDatapath, Stages, Wires
+from ..pipeline import SharedDatapath, Stages
+from .accumulator import ROUND_STAGES, fold, round_to_fp32
 from .params import LaneParams
 from .ports import Mode, lane_operands, output_layout
 
@@ -42,8 +44,8 @@ def elements(payload: data.View, *path: str | int) -> list[Value]:
 
 
 def latency_of(params: LaneParams) -> int:
-    """Multiply, log2(width) adder levels, and the accumulate/emit stage."""
-    return MULTIPLY_STAGES + ADD_STAGES * exact_log2(params.width) + 1
+    """Multiply, log2(width) adder levels, the accumulator's fold, and its rounding to FP32."""
+    return MULTIPLY_STAGES + ADD_STAGES * exact_log2(params.width) + 1 + ROUND_STAGES
 
 
 class SIMDPipeline(wiring.Component):
@@ -111,24 +113,21 @@ class SIMDPipeline(wiring.Component):
             carried |= {f"sum{lane}_0": sums[0] for lane, sums in enumerate(partials)}
 
         c = SimpleNamespace(**carried)
-        mlp_beat = c.valid & ~c.attention
-        accumulators = []
-        for lane, (dot,) in enumerate(partials):
-            accumulator = Signal(FP32.width, name=f"lane{lane}_accumulator")
-            following = Mux(c.clear, dot, fp32_add(Wires(m, f"lane{lane}_sum"), accumulator, dot))
-            with m.If(advance & mlp_beat):
-                m.d.sync += accumulator.eq(following)
-            accumulators.append(Mux(c.attention, 0, following))
-        sums = [Mux(c.attention, carried[f"sum{lane}_{s}"], 0)
-                for lane in range(self._lanes) for s in range(self.params.sublanes)]
-        out = beside(valid=c.valid & (c.attention | c.emit), mode=c.attention,
-                     accumulator=Cat(*accumulators), sublane_sums=Cat(*sums))
+        mlp_beat = advance & c.valid & ~c.attention
+        states = [fold(m, f"lane{lane}_accumulator", mlp_beat, c.clear, dot, self.params.width)
+                  for lane, (dot,) in enumerate(partials)]
+        carried = vars(beside(valid=c.valid & (c.attention | c.emit), attention=c.attention,
+                              sums=Cat(carried[f"sum{lane}_{s}"] for lane in range(self._lanes)
+                                       for s in range(self.params.sublanes))))
+        accumulators = [round_to_fp32(beside.fork(), state) for state in states]
+        out = SimpleNamespace(**self._carry(beside, ROUND_STAGES, carried))
         beside.require_depth(self.latency, self)
 
         m.d.comb += [
             self.i.ready.eq(advance),
             self.o.valid.eq(out.valid),
-            Value.cast(self.o.payload).eq(Cat(out.mode, out.accumulator, out.sublane_sums)),
+            Value.cast(self.o.payload).eq(Cat(out.attention, Mux(out.attention, 0, Cat(*accumulators)),
+                                              Mux(out.attention, out.sums, 0))),
         ]
         return m
 

@@ -1,9 +1,9 @@
 """Golden model of the PNM top: what a program leaves in memory and in the buffer, written from docs/pnm.md
 and docs/pnm-isa.md. Control (which commands issue, how a program ends) is the controller's model
 (`tb.models.pnm_controller`); the data each command moves or computes is numpy here: FP16 products and FP32
-round-to-nearest-even sums in the lanes' documented order (`tb.models.pnm_lane`), the vector unit's documented
-algorithms (`tb.models.pnm_vector`). Commands run one after another in program order, which is what a program
-whose dependent instructions are separated by BARRIERs observes."""
+round-to-nearest-even sums in the lanes' documented order and their exact accumulator (`tb.models.pnm_lane`), the
+vector unit's documented algorithms (`tb.models.pnm_vector`). Commands run one after another in program order,
+which is what a program whose dependent instructions are separated by BARRIERs observes."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,8 +68,8 @@ def dot_refused(fields: dict, shape: Shape) -> bool:
 def dot(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     """GEMV/SCORE: d[j][i] = Σ_t a[j][t]·b[i][t] over b's n rows of k; PV: b is V transposed (k rows of n tokens),
     d[j][e] = Σ_t a[j][t]·b[e][t]. Each dot product: per tile of `width` the lane's tree of FP16 products, then
-    the tiles' sums added in order to the first (the accumulator). In attention mode each score is one sublane's
-    tree over its k = sublane_width products."""
+    the tiles' sums added exactly and rounded once (the lane's accumulator). In attention mode each score is one
+    sublane's tree over its k = sublane_width products."""
     kind, m = fields["kind"], fields["m"]
     if shape.attention(fields):   # one sublane's tree per score: the same sums as one tile of that width
         shape = Shape(shape.row_bytes, shape.sublane_width, shape.lanes)
@@ -78,9 +78,7 @@ def dot(buffer: np.ndarray, fields: dict, shape: Shape) -> None:
     a = _fp16(buffer, fields["a"], shape.row_bytes, m * length).reshape(m, tiles, shape.width)
     b = _fp16(buffer, fields["b"], shape.row_bytes, rows * length).reshape(rows, tiles, shape.width)
     sums = lane_model.lane_sums(a[:, None], b[None], shape.width)  # (m, rows, tiles)
-    total = sums[..., 0]
-    for t in range(1, tiles):
-        total = fp.fp32_add(total, sums[..., t])
+    total = lane_model.exact_sum(sums)
     _fp32(buffer, fields["d"], shape.row_bytes, m * rows)[:] = total.reshape(-1)
 
 

@@ -11,7 +11,7 @@ def test_defaults_are_the_papers_lane_and_an_array_amaranth_can_build() -> None:
     params = ArrayParams()
     assert (params.width, params.sublane_width, params.lanes, params.design_clock_hz) == (1024, 128, 2, 1e9)
     assert params.sublanes == 8
-    assert PNMLane().latency == 3 + 5 * 10 + 1  # multiply, ten levels of fp32_add, the accumulate stage
+    assert PNMLane().latency == 3 + 5 * 10 + 1 + 5  # multiply, ten levels of fp32_add, the fold, rounding to FP32
 
 
 @pytest.mark.parametrize("params,fields", [

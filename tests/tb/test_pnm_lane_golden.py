@@ -39,6 +39,29 @@ def test_accumulator_clear_emit_and_reset_value() -> None:
     assert [int(o.accumulator[0]) for o in out] == [0, 0x80000000, 0x80000000]
 
 
+def test_the_accumulator_sums_exactly_and_rounds_once() -> None:
+    # 2·65,504² then 1 then −2·65,504²: added in turn in FP32 the 1 is lost (the ulp at 2^33 is 2^10); exactly, 1.
+    a = np.array([[f16(65504, 65504)], [f16(1, 0)], [f16(-65504, -65504)]])
+    b = np.array([[f16(65504, 65504)], [f16(1, 0)], [f16(65504, 65504)]])
+    out = pnm_lane.run(a, b, np.zeros(3), np.array([1, 0, 0]), np.array([0, 0, 1]), sublane_width=2)
+    assert [int(o.accumulator[0]) for o in out] == list(f32(1))
+
+
+def test_exact_sum_by_hand() -> None:
+    cases = [((1, 2**-24), 1),                          # a tie to the even neighbour below
+             ((1 + 2**-23, 2**-24), 1 + 2**-22),        # and above
+             ((1, 2**-24, 2**-24), 1 + 2**-23),         # two ties, rounded once: in turn they give 1
+             ((1, 2**-24, 2**-60), 1 + 2**-23),         # just above a tie
+             ((2**-149, 2**-149), 2**-148),             # subnormals exactly
+             ((3e38, 3e38), np.inf), ((-3e38, -3e38, 1e38), -np.inf), ((3e38, 3e38, -3e38), 3e38),
+             ((5, -5), 0), ((-0.0, -0.0), -0.0), ((-0.0, 0.0), 0)]
+    for terms, total in cases:
+        assert pnm_lane.exact_sum(f32(*terms)) == f32(total)[0], terms
+    assert fp.is_nan(pnm_lane.exact_sum(f32(np.inf, 1, -np.inf)), "fp32")
+    assert fp.is_nan(pnm_lane.exact_sum(f32(np.nan, np.inf)), "fp32")
+    assert pnm_lane.exact_sum(f32(-np.inf, 3e38, 3e38)) == f32(-np.inf)[0]
+
+
 def test_attention_beats_leave_the_accumulator_alone() -> None:
     a = np.array([[f16(1, 2)], [f16(INF, 0)], [f16(3, 4)]]).view(np.uint16)
     a[1, 0, 0] = INF

@@ -14,7 +14,6 @@ from sysmodel.offload import ATTENTION, OffloadExecution, Part, PIMExecution
 from sysmodel.operators import Shard, decode_work
 from sysmodel.systems import ServingSystem
 from sysmodel.workload import FixedBatch
-from tests.sysmodel.tables import with_array
 
 GPT3 = MODEL_PRESETS.lookup("GPT3-175B")
 # The paper's hardware without the stacks' access latency, so that the PIM's time is its bytes at its bandwidth.
@@ -24,8 +23,7 @@ NO_LATENCY = replace(PAPER_HARDWARE, gpu=replace(PAPER_HARDWARE.gpu, stack=repla
 
 @pytest.fixture(scope="module")
 def table() -> verified.VerifiedBlocks:
-    """The committed table with a scratch 64-lane array (`tests.sysmodel.tables`): the 4× compute PNM's."""
-    return with_array(verified.load())
+    return verified.load()
 
 
 def test_pim_attention_reads_the_kv_cache_at_every_stacks_internal_bandwidth() -> None:

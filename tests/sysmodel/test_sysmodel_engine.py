@@ -16,7 +16,6 @@ from sysmodel.servers import Accounting, DecodeServer, KVPool, MixedServer
 from sysmodel.simulate import SimulationConfig, simulate
 from sysmodel.systems import SYSTEMS
 from sysmodel.workload import FixedBatch, PoissonArrivals
-from tests.sysmodel.tables import with_array
 
 # GPUs per instance (the tensor-parallel degree whose KV pool bounds the decode batch) of every system.
 TP = {"duopd": 8, "pd-1:1": 4, "pd-3:1": 2, "chunked": 8, "sm-9:1": 8, "sm-7:3": 8, "sm-5:5": 8, "gpu": 1,
@@ -28,8 +27,7 @@ TINY = LLM("tiny", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128
 
 @pytest.fixture(scope="module")
 def table() -> verified.VerifiedBlocks:
-    """The committed table with a scratch 64-lane array (`tests.sysmodel.tables`): the 4× compute PNM's."""
-    return with_array(verified.load())
+    return verified.load()
 
 
 def test_event_loop_runs_in_time_then_insertion_order() -> None:

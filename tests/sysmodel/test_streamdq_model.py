@@ -129,8 +129,8 @@ def test_fp8_weights_go_through_the_dqb_only_and_cost_what_int8_does() -> None:
 
 
 def test_dqb_latency_adds_exactly_its_time() -> None:
-    t, slow = table(), table(read_latency_cycles={**table().entry("dqb", interface_bits=512).figures[
-        "read_latency_cycles"], "int4_fp16": 1011})
+    latencies = table().entry("dqb", interface_bits=512).figures["read_latency_cycles"]
+    t, slow = table(), table(read_latency_cycles={**latencies, "int4_fp16": latencies["int4_fp16"] + 1000})
     quant = Quantization("w4a16", 128, "dqb")
     for m in (1, 64, 256):
         base, late = (GemmModel.build(A100, quant, x).cost(m, K, N).seconds for x in (t, slow))

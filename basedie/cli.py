@@ -334,7 +334,7 @@ def _verify(args) -> int:
 
     from basedie.verified import TABLE_PATH, store
     from rtl.registry import BLOCKS
-    from basedie.flow.verify import planned_runs, verify
+    from basedie.flow.verify import BenchRunsFailed, planned_runs, verify
 
     names = [name for block in args.blocks for name in _block_names(block)]
     memory = _memory_model(args.memory_model, names)
@@ -366,7 +366,14 @@ def _verify(args) -> int:
         with Cluster(args.scheduler, None) as client:
             entries = verify_on(client, runs, args.waves)
     else:
-        entries = verify(runs, waves=args.waves, jobs=args.jobs)
+        try:
+            entries = verify(runs, waves=args.waves, jobs=args.jobs)
+        except BenchRunsFailed as failure:
+            # The runs that passed replace their own parameter sets' entries; nothing else in the table changes.
+            store(failure.finished, table)
+            print(f"basedie verify: {len(failure.finished)} bench runs passed before one failed; their figures "
+                  f"are written to {table}", file=sys.stderr)
+            raise failure.__cause__ from None
     store(entries, table, remeasured=remeasured,
           params_fields={name: [f.name for f in fields(block.params)] for name, block in BLOCKS.items()})
     _print_summary(entries, time.monotonic() - started, table)

@@ -123,24 +123,38 @@ def verify_one(run: Run, waves: bool = False, events=None) -> VerifiedEntry:
     return VerifiedEntry(block=run.block, params=params.as_dict(), figures=figures, provenance=provenance)
 
 
+class BenchRunsFailed(Exception):
+    """A bench run failed (the cause) and stopped the others; `finished` holds the entries of the runs that passed
+    before it, which a caller may keep: a long `basedie verify all` does not lose them to its last bench."""
+
+    def __init__(self, finished: list[VerifiedEntry]) -> None:
+        super().__init__(f"a bench run failed after {len(finished)} passed")
+        self.finished = finished
+
+
 def verify(runs: list[Run], waves: bool = False, jobs: int = 1, show_progress: bool = True) -> list[VerifiedEntry]:
-    """Run the benches, `jobs` at a time (each is its own simulator process), showing progress; raises on the
-    first failure. Each run's wall time is recorded for the next run's estimates."""
+    """Run the benches, `jobs` at a time (each is its own simulator process), showing progress; on the first
+    failure, cancels the rest and raises `BenchRunsFailed` from it. Each run's wall time is recorded for the next
+    run's estimates."""
     log.info("%d bench runs, %d at a time: %s", len(runs), max(jobs, 1), ", ".join(run.name for run in runs))
     progress = Progress([(run.name, stated_seconds(run)) for run in runs], jobs, waves, enabled=show_progress)
     with Manager() as manager, ProcessPoolExecutor(max(jobs, 1)) as pool:
         events = manager.Queue()
         futures = {pool.submit(verify_one, run, waves, events): run for run in runs}
-        pending = set(futures)
+        pending, finished = set(futures), []
         try:
             while pending:
                 done, pending = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
                 while not events.empty():
                     progress.phase(*events.get())
                 for future in done:
-                    future.result()  # raises the bench's failure
+                    finished.append(future.result())  # raises the bench's failure
                     progress.finished(futures[future].name)
                 progress.refresh()
+        except Exception as failure:
+            for future in pending:
+                future.cancel()
+            raise BenchRunsFailed(finished) from failure
         except BaseException:
             for future in pending:
                 future.cancel()

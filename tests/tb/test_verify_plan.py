@@ -1,12 +1,16 @@
 """What `basedie verify` runs (no bench is built here): `--quick` leaves out the full-size sets, `--param` runs
 exactly the named set, and a full verify re-measures the sets verified by name before; the progress estimate
-uses recorded times, then stated ones."""
+uses recorded times, then stated ones; a failed run keeps what passed before it."""
 import json
+
+import pytest
 
 from basedie.verified import VerifiedEntry, store
 from rtl.pnm_lane.params import LaneParams
 from rtl.registry import BLOCKS
 from basedie.flow.progress import Progress, read_timings
+from basedie import cli
+from basedie.flow import verify as verify_module
 from basedie.flow.verify import Run, module_runs, planned_runs, stated_seconds
 
 
@@ -56,3 +60,24 @@ def test_estimates_use_recorded_times_then_stated_ones(tmp_path) -> None:
     assert progress.remaining() == (13 * 60 / 2, 1)
     assert set(read_timings(timings)) == {small.name}
     progress.close()
+
+
+def _fp32_mul_fails(run: Run, waves, events) -> VerifiedEntry:
+    """A bench run that passes for every block but `fp32_mul` (forked into the pool's worker, so module-level)."""
+    if run.block == "fp32_mul":
+        raise RuntimeError("fp32_mul: bench failed")
+    return VerifiedEntry(run.block, BLOCKS[run.block].params(**run.config).as_dict(), {"latency_cycles": 5},
+                         {"bench": "tb.fp.bench"})
+
+
+def test_a_failed_run_keeps_the_entries_of_the_runs_that_passed_before_it(monkeypatch, tmp_path) -> None:
+    """`basedie verify` writes the runs that passed before a bench failed, each under its own parameters (the
+    table's other entries stay), and still fails with the bench's error."""
+    table = tmp_path / "table.json"
+    store([VerifiedEntry("mmu", {"out_of_order": True}, {"latency_cycles": 1}, {})], table)
+    monkeypatch.setattr(verify_module, "verify_one", _fp32_mul_fails)
+    with pytest.raises(RuntimeError, match="fp32_mul: bench failed"):
+        cli.main(["verify", "fp32_add", "fp32_mul", "-j", "1", "--table", str(table)])
+    entries = {e["block"]: e for e in json.loads(table.read_text())["entries"]}
+    assert sorted(entries) == ["fp32_add", "mmu"]
+    assert entries["fp32_add"]["figures"] == {"latency_cycles": 5} and entries["mmu"]["figures"] == {"latency_cycles": 1}

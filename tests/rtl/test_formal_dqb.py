@@ -42,7 +42,7 @@ def test_response_registers_that_ignore_back_pressure_move_a_waiting_response(mo
     delayed = processing.delayed
     monkeypatch.setattr(processing, "delayed",
                         lambda m, advance, value, stages, name: delayed(m, Const(1), value, stages, name))
-    outcome = bmc("gpu_resp_stable", 16)   # counterexample at step 15 (it was 14 before the short path)
+    outcome = bmc("gpu_resp_stable", 22)   # counterexample at step 20 with the 16-cycle pipeline
     assert outcome.status == "FAIL" and outcome.failed_assertions, outcome.log[-2000:]
 
 

@@ -122,7 +122,7 @@ def _add_study(commands) -> None:
     study = commands.add_parser(
         "study", help="run a study: a paper's results (or the composed base die's) beside the paper's claims",
         description="Run one study; the options after its name are its own (`basedie study NAME --help`). "
-                    + "; ".join(f"{name}: {STUDIES.help(name)}" for name in STUDIES) + ".")
+                    + "; ".join(f"{name}: {what}" for name, (_, what) in STUDIES.items()) + ".")
     study.add_argument("name", choices=list(STUDIES), metavar="NAME", help=", ".join(STUDIES))
     study.add_argument("options", nargs=argparse.REMAINDER, help="the study's own options")
     study.set_defaults(run=_study)
@@ -133,7 +133,7 @@ def _study(args) -> int:
 
     from basedie.studies import STUDIES
 
-    importlib.import_module(STUDIES[args.name]).main(args.options)
+    importlib.import_module(STUDIES[args.name][0]).main(args.options)
     return 0
 
 

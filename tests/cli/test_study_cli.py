@@ -11,7 +11,7 @@ from basedie.studies import STUDIES
 def test_every_registered_study_is_a_module_with_a_main() -> None:
     assert list(STUDIES) == ["duopd", "streamdq", "hbf", "base-die", "fidelity", "prefill-batching"]
     for name in STUDIES:
-        assert callable(importlib.import_module(STUDIES[name]).main), name
+        assert callable(importlib.import_module(STUDIES[name][0]).main), name
 
 
 def test_an_unknown_study_is_refused_with_the_choices(capsys) -> None:

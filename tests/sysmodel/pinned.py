@@ -54,7 +54,7 @@ def run(command: tuple[str, ...]) -> tuple[Path, str]:
     study, *argv = (part.replace("{out}", str(out)) for part in command)
     printed = io.StringIO()
     with redirect_stdout(printed):
-        importlib.import_module(STUDIES.lookup(study)).main(argv)
+        importlib.import_module(STUDIES[study][0]).main(argv)
     return out, printed.getvalue()
 
 

@@ -78,10 +78,12 @@ class Harness:
     def status(self) -> dict:
         return self.status_packer.unpack(int(self.dut.status.value))
 
-    async def run(self, instructions: list[Instruction], start: int = 0, patience: int = 20_000) -> dict:
+    async def run(self, instructions: list[Instruction], start: int = 0, patience: int = 100_000) -> dict:
         """Write the program at `start` (the rest of the buffer DONE-less zeros), run it to its end, compare the
         end state and every byte it stored with the model; returns the status and the cycles from the start's
-        transfer to the first cycle showing the program stopped."""
+        transfer to the first cycle showing the program stopped. `patience` bounds a program that never stops: a
+        SOFTMAX or NORM waits for the vector unit's whole pipeline (about 230 cycles) six times per vector, so
+        the online programs of 4 lanes × 16 run for over 20,000 cycles."""
         p = self.params
         words = [0] * p.depth
         words[start:start + len(instructions)] = [i.encode() for i in instructions]

@@ -110,7 +110,7 @@ def test_the_programs_pass_under_icarus_at_another_size(monkeypatch, tmp_path) -
     elements (the last row of an odd count partly written, a broadcast scalar picked out of its row, reductions
     over several lanes), and 32-byte tiles spanning 4 rows; too slow to build under Verilator in a test. The
     programs only (the other tests' timing relations are the bench size's; a whole bench at 16-byte rows ran for
-    over 25 minutes under Icarus): 162 s of CPU, where 8-byte rows at the bench's lanes and 4 × 16 at 4-byte rows,
+    over 25 minutes under Icarus): 200 s of CPU, where 8-byte rows at the bench's lanes and 4 × 16 at 4-byte rows,
     run separately until 2026-12-01, took 223 s. 16-byte rows (4 vector lanes), 266 s of CPU, are left to
     `basedie verify pnm --simulator icarus --param data_bits=128 …` (docs/design/pnm.md). The control for the
     planted bugs, the whole bench at the bench's size under Icarus, is `tests/tb/test_icarus_benches.py`'s."""

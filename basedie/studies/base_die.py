@@ -13,20 +13,21 @@ sweeps it.
 """
 import argparse
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from basedie import verified
-from basedie.studies.tables import cell, write_csv
+from basedie.studies.tables import cell, replace_section, write_csv
 from basedie.verified import StaleTableError, project_root
-from rtl.registry import BLOCKS
+from rtl.pnm.params import PNMParams
 from sysmodel.errors import ConfigError
 from sysmodel.hardware import PAPER_HARDWARE
 from sysmodel.hbf.layout import resolve_layout
 from sysmodel.hbf.media import PAGE_BYTES
-from sysmodel.power import block_entry
+from sysmodel.power import PNM_PARTS, block_entry, dqb_power, pnm_power
 from sysmodel.quantized import Quantization
 from sysmodel.servers import KVDoesNotFit
 from sysmodel.simulate import SimulationConfig, simulate
@@ -60,22 +61,25 @@ INPUT_LEN, OUTPUT_LEN, CV, SEED = 2048, 128, 0.1, 0
 
 
 def base_die_logic(fields: dict) -> tuple[float, float]:
-    """(mm², W) of one HBM stack's base-die logic in a row, from the synthesis table's paper-size entries (each
-    composed by hierarchy, `basedie synth`): the PNM top where decode runs on the PNMs (one per stack, DuoPD §4.2),
-    and one of Table 5's DQBs per pseudo-channel where they dequantize (the system model's count). Memories count
-    as SRAM bit cells. (0, 0) for a row without base-die logic; NaN where an entry is not in the table."""
-    parts = []
+    """(mm², W) of one HBM stack's base-die logic in a row, composed from the same synthesized parts the energy
+    column's power comes from (`sysmodel.power`): the PNM where decode runs on the PNMs (one per stack, DuoPD
+    §4.2: `pnm_parts`), and one DQB per pseudo-channel where they dequantize (`power.DQB`, scaled to Table 5's).
+    The paper-size PNM top and Table 5's DQB are not synthesized whole (docs/results/ppa.md). Memories count as
+    SRAM bit cells. (0, 0) for a row without base-die logic; NaN where a part is not in the table."""
+    units = []
     if fields["system"] == "duopd":
-        parts.append((1, "pnm"))
+        units.append((1, "pnm"))
     quantization = fields.get("quantization")
     if quantization is not None and quantization.dequant == "dqb":
-        parts.append((PAPER_HARDWARE.gpu.pseudo_channels_per_stack, "dqb"))
+        units.append((PAPER_HARDWARE.gpu.pseudo_channels_per_stack, "dqb"))
     try:
-        found = [(n, block_entry(name, **BLOCKS[name].params().as_dict())["figures"]) for n, name in parts]
+        powers = [(n, pnm_power("synthesized", PAPER_HARDWARE.pnm) if unit == "pnm" else dqb_power("synthesized"))
+                  for n, unit in units]
+        area_um2 = sum(n * part["count"] * block_entry(part["block"], **part["params"])["figures"]["area_with_sram_um2"]
+                       for n, power in powers for part in power.provenance)
     except StaleTableError:
         return math.nan, math.nan
-    return (sum(n * f["area_with_sram_um2"] for n, f in found) * 1e-6,
-            sum(n * f["power"]["total_w"] for n, f in found))
+    return area_um2 * 1e-6, sum(n * power.watts for n, power in powers)
 
 
 @dataclass(frozen=True)
@@ -169,11 +173,15 @@ def markdown(headline: list[dict], scale: Scale, slo_ms: float, command: str) ->
              "0: missed already at the lowest; >=: met at the highest. Only TPOT is constrained: in PD and DuoPD a longer "
              "prefill queue shows in TTFT, not TPOT. Flash read: bytes read from the HBF media (weights and KV). KV tokens: what the "
              "decode side's KV cache holds, the longest context × batch that fits (the batch of requests of "
-             f"{INPUT_LEN + OUTPUT_LEN} tokens that fits beside it). Base-die logic: one HBM stack's, from the "
-             "synthesis table's paper-size entries (docs/results/ppa.md, ASAP7, 20 % toggle rate at the design clock): "
-             "the PNM top where the PNMs decode, and "
-             f"{PAPER_HARDWARE.gpu.pseudo_channels_per_stack} of Table 5's DQBs (one per pseudo-channel) where they "
-             "dequantize; memories as SRAM bit cells; -: an entry not synthesized. One row at "
+             f"{INPUT_LEN + OUTPUT_LEN} tokens that fits beside it). Base-die logic: one HBM stack's, composed "
+             "from the synthesized parts whose power the energy takes (docs/results/ppa.md, ASAP7, 20 % toggle rate at "
+             f"the design clock): the PNM where the PNMs decode ({PAPER_HARDWARE.pnm.lanes} lanes of "
+             f"{PAPER_HARDWARE.pnm.lane_width}, the vector unit scaled per lane, the buffer, the controller and the "
+             f"MMU), and {PAPER_HARDWARE.gpu.pseudo_channels_per_stack} DQBs (one per pseudo-channel, each the 32-bit "
+             "DQB scaled to Table 5's 512 bits) where they dequantize; memories as SRAM bit cells. The paper-size PNM "
+             "top and Table 5's DQB are not synthesized whole, and the buffer part is the "
+             f"{PNM_PARTS['pnm_buffer']['total_bytes'] >> 10} KiB entry (the paper's holds "
+             f"{PNMParams().buffer_bytes >> 20} MiB), so the buffer's SRAM is understated; -: a part not synthesized. One row at "
              f"one rate from the command line: `basedie simulate --model MODEL FLAGS --qps X --requests {scale.requests} "
              f"--input-len {INPUT_LEN} --output-len {OUTPUT_LEN} --length-cv {CV} --seed {SEED}`.", "",
              "| model | row | flags | TPOT p50 ms | TTFT p50 ms | J / output token | J / output token, paper power "
@@ -213,9 +221,9 @@ FINDINGS = {
                   "the stack's 2.0 TB/s. On layout C they pay: a GPU's 4-bit layers fit its frame cache and FP16's "
                   "do not, so the flash read falls by four orders of magnitude and TPOT halves against FP16 on C. "
                   "Energy per token with the 4-bit weights on C is below DuoPD's on HBM: by a few per cent with the "
-                  "papers' power, by about a quarter with the synthesized power, whose DQB draws a sixth of "
-                  "StreamDQ's 0.355 W and whose PNM 2.7x DuoPD's 6.45 W (the mechanism beyond the power figures "
-                  "is not yet traced).",
+                  "papers' power, by more with the synthesized power, whose DQBs draw less than StreamDQ's "
+                  "0.355 W each and whose PNM more than DuoPD's 6.45 W (the base-die logic columns; the mechanism "
+                  "beyond the power figures is not yet traced).",
     "GPT3-175B": "As for LLaMA2-70B on HBM (DuoPD first, the DQBs' clock slows it). On layout C even the 4-bit "
                  "layers exceed a GPU's 8 GiB frame cache, so both HBF rows stay flash-bound; 4-bit reads about a "
                  "third of FP16's flash bytes, yet neither HBF row holds the 40 ms SLO even at the lowest rate. Its "
@@ -245,9 +253,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="LLaMA2-70B only, fewer requests and rates")
     parser.add_argument("--slo-ms", type=float, default=SLO_MS, help="TPOT p99 SLO in ms (default 40: MLPerf's interactive Llama-2-70B)")
     parser.add_argument("--doc", type=Path, help="also write the headline into this Markdown page")
+    parser.add_argument("--readme", type=Path, help="also write the per-model summary between this README's markers "
+                        f"({README_BEGIN} ... {README_END})")
     args = parser.parse_args(argv)
     if not (math.isfinite(args.slo_ms) and args.slo_ms > 0):
         parser.error(f"--slo-ms must be a positive number of ms, got {args.slo_ms}")
+    readme = args.readme.read_text() if args.readme else None
+    if readme is not None:
+        try:
+            replace_section(readme, README_BEGIN, README_END, "")
+        except ValueError as error:
+            parser.error(f"{args.readme}: {error}")
     scale = QUICK if args.quick else FULL
     runs, headline = study(scale, args.slo_ms, verified.load())
     args.out.mkdir(parents=True, exist_ok=True)
@@ -255,12 +271,42 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out / "headline.csv", headline)
     plot(args.out / "tpot.png", headline)
     command = "basedie study base-die" + " --quick" * args.quick + (
-        f" --slo-ms {args.slo_ms:g}" if args.slo_ms != SLO_MS else "") + (f" --doc {args.doc}" if args.doc else "")
+        f" --slo-ms {args.slo_ms:g}" if args.slo_ms != SLO_MS else "") + (f" --doc {args.doc}" if args.doc else "") + (
+        f" --readme {args.readme}" if args.readme else "")
     text = markdown(headline, scale, args.slo_ms, command)
     (args.out / "headline.md").write_text(f"# Base-die study{' (quick mode)' * args.quick}\n\n{text}")
     if args.doc:
         args.doc.write_text(DOC.format(table=text))
+    if readme is not None:
+        args.readme.write_text(replace_section(readme, README_BEGIN, README_END, readme_section(headline, command)))
     print(text)
+
+
+README_BEGIN = "<!-- generated by basedie study base-die --readme: begin -->"
+README_END = "<!-- generated by basedie study base-die --readme: end -->"
+
+
+def readme_section(headline: list[dict], command: str) -> str:
+    """Per model: the rows with the lowest TPOT and energy, what 4-bit weights do on layout C against FP16 there,
+    and one stack's base-die logic with the PNM and the DQBs; the command that wrote it."""
+    intro = (f"Written by `{command}` (the whole table and the mechanisms: "
+             "[docs/results/base-die-study.md](docs/results/base-die-study.md)):")
+    lines = [*textwrap.wrap(intro, 116, break_long_words=False, break_on_hyphens=False), "",
+             "| model | lowest TPOT p50 | lowest energy per output token | TPOT on layout C, FP16 ÷ w4a16 + DQB "
+             "| base-die logic per stack, PNM + DQBs |",
+             "| --- | --- | --- | --- | --- |"]
+    for model in dict.fromkeys(h["model"] for h in headline):
+        rows = {h["row"]: h for h in headline if h["model"] == model}
+        ran = [h for h in rows.values() if h["status"] == "ok" and "prefix" not in h["row"]]
+        fastest = min(ran, key=lambda h: h["tpot_p50_ms"])
+        thrifty = min(ran, key=lambda h: h["energy_j_per_token"])
+        fp16, int4, logic = rows["duopd+C"], rows["duopd+dqb+C"], rows["duopd+dqb"]
+        on_c = (f"{fp16['tpot_p50_ms'] / int4['tpot_p50_ms']:.2f}x" if fp16["status"] == int4["status"] == "ok"
+                else "-")
+        lines.append(f"| {model} | {fastest['row']}, {fastest['tpot_p50_ms']:.3g} ms | {thrifty['row']}, "
+                     f"{thrifty['energy_j_per_token']:.3g} J | {on_c} | {logic['logic_mm2']:.3g} mm², "
+                     f"{logic['logic_w']:.3g} W |")
+    return "\n".join(lines) + "\n"
 
 
 DOC = """# The composed base-die study

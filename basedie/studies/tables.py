@@ -47,3 +47,13 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
 def cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "\\|")
+
+
+def replace_section(text: str, begin: str, end: str, body: str) -> str:
+    """`text` (a README) with what lies between its `begin` and `end` marker lines replaced by `body`: a study's
+    generated section, the rest untouched. ValueError unless each marker is there once, `begin` first."""
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise ValueError(f"the README needs one {begin!r} line and, after it, one {end!r} line")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    return f"{head}{begin}\n{body}{end}{tail}"

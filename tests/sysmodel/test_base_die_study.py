@@ -5,6 +5,7 @@ import math
 import pytest
 
 from basedie.studies import base_die
+from sysmodel import power
 from tests.sysmodel import pinned
 
 pytestmark = [pinned.xdist_group("base_die_headline"), pytest.mark.slow]     # the quick run is shared with test_pinned_results.py
@@ -83,3 +84,15 @@ def test_the_papers_power_changes_only_the_rows_with_pnms_or_dqbs(rows) -> None:
     assert float(rows["gpu+dqb"]["energy_j_per_token"]) < float(rows["gpu+dqb"]["energy_paper_j_per_token"])
     for name in ("duopd+dqb", "duopd+dqb+C"):
         assert float(rows[name]["energy_j_per_token"]) != float(rows[name]["energy_paper_j_per_token"]), name
+
+
+def test_the_base_die_logic_composes_the_pnm_and_the_dqbs(rows) -> None:
+    """Rows without base-die logic have none; the PNM rows hold at least their 16 paper-width lanes' synthesized
+    area; a row with both is the PNM's figures plus 64 DQBs' (one per pseudo-channel), the DQB-only row's."""
+    figures = {name: (float(r["logic_mm2"]), float(r["logic_w"])) for name, r in rows.items()}
+    assert figures["pd-1:1"] == figures["gpu+C"] == (0.0, 0.0)
+    lane = power.block_entry("pnm_lane", width=1024)["figures"]["area_with_sram_um2"]
+    pnm, dqbs, both = figures["duopd"], figures["gpu+dqb"], figures["duopd+dqb"]
+    assert pnm[0] > 16 * lane * 1e-6 and pnm[1] > 0 and dqbs[0] > 0 and dqbs[1] > 0
+    assert both == pytest.approx((pnm[0] + dqbs[0], pnm[1] + dqbs[1]), rel=1e-9)
+    assert figures["duopd+C"] == pnm and figures["duopd+dqb+C"] == both

@@ -207,14 +207,9 @@ class PNMFigures:
     """Every hardware number of the PNM's compute, from the verified entries `hardware.pnm` names: the lane of
     `hardware.pnm.lane_width` (its latency, its measured MACs per cycle, which include its width, and its design
     clock) and an array of `lanes` lanes at that clock (the proof that so many lanes run in lockstep on one
-    broadcast operand; its own width may be narrower, as Amaranth cannot build a full-width array's ports).
-
-    `pnm.arrays` > 1 composes copies of that verified array (DuoPD §6.4's 4× compute) by a rule, not a measurement:
-    the copies share nothing but where their operand beats come from, each keeps the array's verified initiation
-    interval (1) and latency, so the whole takes a beat per cycle into every copy (all of them one broadcast beat,
-    or with a wider read path each its own, `beat_groups`) and its lanes are the copies' lanes together. The
-    verified 2- and 16-lane arrays both run at an initiation interval of 1 with one operand pair per cycle, their
-    latencies set by the sublane width, not the lane count."""
+    broadcast operand; its own width may be narrower, as Amaranth cannot build a full-width array's ports). Every
+    lane count is its own verified entry (DuoPD §6.4's 4× compute is the 64-lane array): a count nobody verified is
+    refused with the command that verifies it."""
     lanes: int
     clock_hz: float              # the lane's design clock (`design_clock_hz`), not the bench's time step
     latency_cycles: int
@@ -223,7 +218,7 @@ class PNMFigures:
     @classmethod
     def from_verified(cls, table: VerifiedBlocks, pnm: PNMArray) -> "PNMFigures":
         lane, array = pnm_entries(table, pnm)
-        return cls(int(array.params["lanes"]) * pnm.arrays, float(lane.params["design_clock_hz"]),
+        return cls(int(array.params["lanes"]), float(lane.params["design_clock_hz"]),
                    int(lane.figures["latency_cycles"]), float(lane.figures["macs_per_cycle"]))
 
 

@@ -87,9 +87,6 @@ class PNMArray:
     # The PNM's read bandwidth over its stack's (1: DuoPD's shared TSVs, §4.3); Duplex adds TSVs for 4× (DuoPD §3.3,
     # §6.4, [Yun et al., 2024]). The GPU keeps the stack's bandwidth; `PNMExecution` reads at this multiple.
     bandwidth_multiple: float = 1.0
-    # Copies of the verified array of `lanes` lanes per stack, side by side (DuoPD §6.4's "4× compute": four). The
-    # composition rule is `PNMFigures`'; a verified array of arrays × lanes lanes would replace it.
-    arrays: int = 1
     # Extra TSV I/O power per stack for a PNM reading at a multiple of the stack's bandwidth (Duplex, `PNMScale`),
     # added to the PNM's power from either source (`sysmodel.power`).
     tsv_power_w: float = 0.0
@@ -98,7 +95,7 @@ class PNMArray:
 @dataclass(frozen=True)
 class PNMScale:
     """A what-if PNM of DuoPD §6.4: `bandwidth` × its read bandwidth (extra TSVs, which draw `tsv_power_w` more per
-    stack) and `compute` × its arrays: copies of the verified array, composed by `PNMFigures`' rule, never a
+    stack) and `compute` × its lanes, which selects the verified array of that many lanes (`PNMFigures`), never a
     multiplier on the figures of one lane."""
     bandwidth: float = 1.0
     compute: int = 1
@@ -111,14 +108,14 @@ class PNMScale:
     def apply(self, hardware: "Hardware") -> "Hardware":
         pnm = hardware.pnm
         return replace(hardware, pnm=replace(pnm, bandwidth_multiple=pnm.bandwidth_multiple * self.bandwidth,
-                                             arrays=pnm.arrays * self.compute,
+                                             lanes=pnm.lanes * self.compute,
                                              tsv_power_w=pnm.tsv_power_w + self.tsv_power_w))
 
 
 # Duplex's PNM against the paper's (DuoPD §3.3, §6.4, [Yun et al., 2024]): 4× the internal bandwidth through extra
 # TSVs, whose I/O raises a stack's power from 41.6 W to 100.48 W under HBM4 [Adhinarayanan et al., 2025]: 58.88 W
 # more per stack. Its compute is the paper's PNM's: §3.3 limits Duplex to 4 Op/B on HBM4, i.e. 4 × (4 × 2 TB/s) =
-# 32 TFLOPS per stack, the 16-lane array of §6.1. "4× compute" is four such arrays (§6.4).
+# 32 TFLOPS per stack, the 16-lane array of §6.1. "4× compute" (§6.4) is 4 × the lanes: the verified 64-lane array.
 DUPLEX_BANDWIDTH = PNMScale(bandwidth=4.0, tsv_power_w=100.48 - 41.6)
 DUPLEX_BANDWIDTH_COMPUTE = replace(DUPLEX_BANDWIDTH, compute=4)
 
@@ -190,8 +187,7 @@ class Hardware:
         require(self.gpus_per_server >= 1, "hardware: gpus_per_server must be >= 1")
         require(min(self.link.hop_latency_s, self.network.hop_latency_s if self.network else 0) >= 0,
                 "hardware: link latencies must be >= 0")
-        require(self.pnm.lanes >= 1 and self.pnm.arrays >= 1 and self.pnm.clock_hz > 0,
-                "hardware: PNM lanes, arrays and clock must be > 0")
+        require(self.pnm.lanes >= 1 and self.pnm.clock_hz > 0, "hardware: PNM lanes and clock must be > 0")
         require(self.gpu.sms >= 1, "hardware: GPU sms must be >= 1")
         require(min(self.mc.request_bytes, self.mc.ports) > 0,
                 "hardware: memory controller request size and ports must be > 0")

@@ -6,7 +6,7 @@ of DuoPD §6.4 (Fig. 13). The prefill instance, the KV transfer and the decode i
   `hardware.BankPIM`), whose stacks hold half their capacity.
 - `pd-1:1-duplex`, `pd-1:1-duplex-4x-compute`: decode attention and MoE experts on a logic-die PNM reading at 4×
   the stack's bandwidth ([Yun et al., 2024]; `hardware.DUPLEX_BANDWIDTH`), priced by `PNMExecution` from the
-  verified lane and array figures, with one or four copies of the verified 16-lane array.
+  verified lane and array figures: the verified 16-lane array, or for 4× compute the verified 64-lane one.
 
 In a decode layer the offloaded operators need the GPU's results (the QKV projection) and the GPU needs theirs, so
 the two run one after the other: an iteration is the GPUs' time for their operators plus the near-memory time

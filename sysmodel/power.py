@@ -136,14 +136,14 @@ def _synthesized(parts: list[tuple[float, SynthesizedPower]]) -> BaseDiePower:
 
 
 def pnm_power(source: str, pnm, path: Path = TABLE_PATH) -> BaseDiePower:
-    """One stack's PNM (`hardware.PNMArray`): synthesized (`pnm_parts`, its `arrays` × `lanes` lanes), or
-    `pnm.power_w` (the paper's, DuoPD §6.7, unless overridden); either plus the TSV I/O of a what-if PNM that
-    reads at a multiple of the stack's bandwidth (`pnm.tsv_power_w`, Duplex's)."""
+    """One stack's PNM (`hardware.PNMArray`): synthesized (`pnm_parts`, its `lanes` lanes), or `pnm.power_w` (the
+    paper's, DuoPD §6.7, unless overridden); either plus the TSV I/O of a what-if PNM that reads at a multiple of
+    the stack's bandwidth (`pnm.tsv_power_w`, Duplex's)."""
     tsv = ({"hardware": "pnm.tsv_power_w", "watts": pnm.tsv_power_w},) if pnm.tsv_power_w else ()
     if source == "paper":
         return BaseDiePower(pnm.power_w + pnm.tsv_power_w, source,
                             ({"hardware": "pnm.power_w", "paper": "DuoPD §6.7"}, *tsv))
-    logic = _synthesized(pnm_parts(pnm.arrays * pnm.lanes, pnm.lane_width, pnm.vector_width, pnm.clock_hz, path))
+    logic = _synthesized(pnm_parts(pnm.lanes, pnm.lane_width, pnm.vector_width, pnm.clock_hz, path))
     return BaseDiePower(logic.watts + pnm.tsv_power_w, source, logic.provenance + tsv)
 
 

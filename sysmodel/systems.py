@@ -9,8 +9,8 @@ The registry `SYSTEMS` (every name, its spec and a line of help; a new system is
 - `chunked`: one instance mixing prompt chunks (1K tokens dense, 4K MoE) with decoding.
 - `sm-9:1`, `sm-7:3`, `sm-5:5`: one instance whose SMs are split between a prefill and a decode partition.
 - `gpu`: one GPU serving with continuous batching (StreamDQ's setting, paper 002 §5.1).
-- `duopd-4x-bw`, `duopd-4x-bw-4x-compute`: DuoPD with Duplex's 4× PNM read bandwidth, and four arrays (§6.4); the
-  PIM and Duplex baselines inside PD 1:1 are registered by `sysmodel.offload`.
+- `duopd-4x-bw`, `duopd-4x-bw-4x-compute`: DuoPD with Duplex's 4× PNM read bandwidth, and 4× the lanes (§6.4);
+  the PIM and Duplex baselines inside PD 1:1 are registered by `sysmodel.offload`.
 
 Quantized weights (`SimulationConfig.quantization`) change every GPU executor (`gpu_execution`) and the memory the
 weights take; the DQB adds its power to the GPUs'. A package layout that puts anything in HBF (`Setting.layout`)
@@ -129,7 +129,7 @@ SYSTEMS: Registry[System] = Registry("system")
 SYSTEMS.register("duopd", DuoPD(), "all GPUs prefill in TP; all decoding on the PNMs of their stacks (MMU arbitration)")
 SYSTEMS.register("duopd-4x-bw", DuoPD(DUPLEX_BANDWIDTH), "duopd whose PNMs read at Duplex's 4x bandwidth (§6.4)")
 SYSTEMS.register("duopd-4x-bw-4x-compute", DuoPD(DUPLEX_BANDWIDTH_COMPUTE),
-                 "duopd whose PNMs read at 4x bandwidth with four copies of their lane array (§6.4)")
+                 "duopd whose PNMs read at 4x bandwidth with 4x the lanes (§6.4)")
 SYSTEMS.register("pd-1:1", Disaggregated(1, 4, 1, 4), "PD disaggregation: one TP4 prefill + one TP4 decode instance")
 SYSTEMS.register("pd-3:1", Disaggregated(3, 2, 1, 2), "PD disaggregation: three TP2 prefill + one TP2 decode instance")
 SYSTEMS.register("chunked", Chunked(), "one instance mixing prompt chunks (1K dense, 4K MoE) with decoding")

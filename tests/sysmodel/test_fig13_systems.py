@@ -1,6 +1,7 @@
 """The Fig. 13 systems (DuoPD §6.4): bank-level PIM and Duplex inside PD 1:1, and DuoPD with a wider PNM. Each
 test checks a physical property of what was offloaded or scaled, against the model's own building blocks."""
 import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -10,7 +11,8 @@ from basedie import verified
 from basedie.cli import main
 from sysmodel.arbitration import MMUArbitration
 from sysmodel.config import SimulationConfig, resolve
-from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, array_passes, beat_groups
+from sysmodel.errors import ConfigError
+from sysmodel.execution import GPUExecution, PNMExecution, PNMFigures, array_passes, beat_groups, pnm_entries
 from sysmodel.hardware import PAPER_HARDWARE
 from sysmodel.llm import MODEL_PRESETS
 from sysmodel.simulate import simulate
@@ -20,12 +22,20 @@ from sysmodel.systems import SYSTEMS, ServingSystem
 from sysmodel.engine import EventLoop
 from sysmodel.workload import FixedBatch
 
-FIG13 = ("pd-1:1-pim", "pd-1:1-duplex", "pd-1:1-duplex-4x-compute", "duopd-4x-bw", "duopd-4x-bw-4x-compute")
+FOUR_X_COMPUTE = ("pd-1:1-duplex-4x-compute", "duopd-4x-bw-4x-compute")
+FIG13 = ("pd-1:1-pim", "pd-1:1-duplex", "duopd-4x-bw", *FOUR_X_COMPUTE)
+VERIFY_64_LANES = "basedie verify pnm_array --param lanes=64 --param width=16 --param sublane_width=4"
 LAYERS_LATENCY = PAPER_HARDWARE.gpu.stack.latency_s
+
+
+def without_array(table: verified.VerifiedBlocks, lanes: int = 64) -> verified.VerifiedBlocks:
+    """`table` without its `pnm_array` entry of `lanes` lanes."""
+    return verified.VerifiedBlocks([e for e in table.entries if not (e.block == "pnm_array" and e.params["lanes"] == lanes)])
 
 
 @pytest.fixture(scope="module")
 def table() -> verified.VerifiedBlocks:
+    """The committed table: its 64-lane array is the 4× compute PNM's."""
     return verified.load()
 
 
@@ -128,20 +138,47 @@ def test_duplex_and_duopd_variants_scale_the_pnm_not_the_gpu(table) -> None:
         scaled = SYSTEMS[name].pnm_hardware(PAPER_HARDWARE)
         assert scaled.pnm.bandwidth_multiple == 4.0 and scaled.pnm.lanes == PAPER_HARDWARE.pnm.lanes
         assert scaled.gpu == PAPER_HARDWARE.gpu
-    four = SYSTEMS["duopd-4x-bw-4x-compute"].pnm_hardware(PAPER_HARDWARE).pnm
-    assert four.arrays == 4 and four.lanes == PAPER_HARDWARE.pnm.lanes
-    table = verified.load()
-    assert PNMFigures.from_verified(table, four).lanes == 4 * PNMFigures.from_verified(table, PAPER_HARDWARE.pnm).lanes
+    for name in FOUR_X_COMPUTE:
+        four = SYSTEMS[name].pnm_hardware(PAPER_HARDWARE).pnm
+        assert (four.lanes, four.lane_width, four.bandwidth_multiple) == (64, 1024, 4.0)
+        # 4x compute is the 64-lane array's own entry, with the paper's lane: 4x the paper PNM's peak.
+        lane, array = pnm_entries(table, four)
+        assert array.params["lanes"] == 64 and lane.params["width"] == 1024
+        assert PNMFigures.from_verified(table, four) == replace(PNMFigures.from_verified(table, PAPER_HARDWARE.pnm),
+                                                                lanes=64)
     assert SYSTEMS["pd-1:1-pim"].pnm_hardware(PAPER_HARDWARE) is None
 
 
-def test_each_fig13_system_runs_from_the_cli(tmp_path, capsys) -> None:
+def test_4x_compute_without_a_verified_64_lane_array_is_refused_naming_the_verify_command(table) -> None:
+    four = SYSTEMS["pd-1:1-duplex-4x-compute"].pnm_hardware(PAPER_HARDWARE).pnm
+    message = f"no verified pnm_array with lanes=64, design_clock_hz=1e+09; create it with `{VERIFY_64_LANES}`"
+    with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
+        PNMFigures.from_verified(without_array(table), four)
+
+
+SMALL = ["--model", "LLaMA2-70B", "--input-len", "2048", "--output-len", "8", "--requests", "2", "--no-plots"]
+
+
+def test_each_fig13_system_runs_from_the_cli(table, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(verified, "load", lambda: table)
     for system in FIG13:
-        code = main(["simulate", "--system", system, "--model", "LLaMA2-70B", "--input-len", "2048", "--output-len",
-                     "8", "--requests", "2", "--no-plots", "--out", str(tmp_path / system)])
+        code = main(["simulate", "--system", system, *SMALL, "--out", str(tmp_path / system)])
         assert code == 0, capsys.readouterr().err
         summary = json.loads((tmp_path / system / "summary.json").read_text())
         assert 0 < summary["tpot_s"]["p50"] <= summary["tpot_s"]["p90"] <= summary["tpot_s"]["p99"]
+        used = json.loads((tmp_path / system / "config.json").read_text())["verified_blocks"]
+        if system != "pd-1:1-pim":   # the run records the array entry it rests on
+            assert used["pnm_array"]["params"]["lanes"] == (64 if system in FOUR_X_COMPUTE else 16)
+
+
+@pytest.mark.parametrize("system", FOUR_X_COMPUTE)
+def test_4x_compute_from_the_cli_without_a_64_lane_array_is_one_line_exit_2(table, tmp_path, monkeypatch, capsys,
+                                                                             system) -> None:
+    monkeypatch.setattr(verified, "load", lambda: without_array(table))
+    code = main(["simulate", "--system", system, *SMALL, "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"`{VERIFY_64_LANES}`" in err
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("extra,message", [

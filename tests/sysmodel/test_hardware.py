@@ -19,9 +19,8 @@ CHECKS = [
     ("gpus_per_server", "1", "0", "hardware: gpus_per_server must be >= 1"),
     ("link.hop_latency_s", "0", "-1e-9", "hardware: link latencies must be >= 0"),
     ("network.hop_latency_s", "0", "-1e-9", "hardware: link latencies must be >= 0"),
-    ("pnm.lanes", "1", "0", "hardware: PNM lanes, arrays and clock must be > 0"),
-    ("pnm.arrays", "1", "0", "hardware: PNM lanes, arrays and clock must be > 0"),
-    ("pnm.clock_hz", "1", "0", "hardware: PNM lanes, arrays and clock must be > 0"),
+    ("pnm.lanes", "1", "0", "hardware: PNM lanes and clock must be > 0"),
+    ("pnm.clock_hz", "1", "0", "hardware: PNM lanes and clock must be > 0"),
     ("gpu.sms", "1", "0", "hardware: GPU sms must be >= 1"),
     ("mc.request_bytes", "1", "0", "hardware: memory controller request size and ports must be > 0"),
     ("mc.ports", "1", "0", "hardware: memory controller request size and ports must be > 0"),
@@ -56,19 +55,19 @@ def test_one_nvlink_domain_has_no_network_to_check() -> None:
 
 
 @pytest.mark.parametrize("scale", [dict(bandwidth=0.0), dict(compute=0), dict(tsv_power_w=-1.0)])
-def test_a_pnm_scale_refuses_no_bandwidth_no_array_or_negative_power(scale) -> None:
+def test_a_pnm_scale_refuses_no_bandwidth_no_lanes_or_negative_power(scale) -> None:
     PNMScale(bandwidth=1e-3, compute=1, tsv_power_w=0.0)     # the boundaries: accepted
     with pytest.raises(ConfigError) as error:
         PNMScale(**scale)
     assert str(error.value) == "PNM scale: bandwidth must be > 0, compute >= 1 and TSV power >= 0"
 
 
-def test_pnm_scales_compose_by_multiplying_bandwidth_and_arrays_and_adding_tsv_power() -> None:
+def test_pnm_scales_compose_by_multiplying_bandwidth_and_lanes_and_adding_tsv_power() -> None:
     once = DUPLEX_BANDWIDTH_COMPUTE.apply(PAPER_HARDWARE).pnm
     twice = DUPLEX_BANDWIDTH.apply(DUPLEX_BANDWIDTH_COMPUTE.apply(PAPER_HARDWARE)).pnm
-    assert (once.bandwidth_multiple, once.arrays, once.lanes) == (4.0, 4, 16)
+    assert (once.bandwidth_multiple, once.lanes, once.lane_width) == (4.0, 64, 1024)
     assert once.tsv_power_w == pytest.approx(58.88) and once.power_w == 6.45
-    assert (twice.bandwidth_multiple, twice.arrays) == (16.0, 4)
+    assert (twice.bandwidth_multiple, twice.lanes) == (16.0, 64)
     assert twice.tsv_power_w == pytest.approx(2 * 58.88)
 
 

@@ -23,6 +23,7 @@ NO_LATENCY = replace(PAPER_HARDWARE, gpu=replace(PAPER_HARDWARE.gpu, stack=repla
 
 @pytest.fixture(scope="module")
 def table() -> verified.VerifiedBlocks:
+    """The committed table: its 64-lane array is the 4× compute PNM's."""
     return verified.load()
 
 

@@ -76,10 +76,10 @@ def test_the_paper_source_takes_the_papers_figures_without_the_table(tmp_path: P
         power.dqb_power("synthesized", missing)
 
 
-def test_duplexs_pnm_adds_its_tsv_power_and_its_arrays_lanes_under_either_source(tmp_path: Path) -> None:
+def test_duplexs_pnm_adds_its_tsv_power_and_its_64_lanes_under_either_source(tmp_path: Path) -> None:
     path = _table(tmp_path, _pnm_entries())
     duplex = DUPLEX_BANDWIDTH_COMPUTE.apply(PAPER_HARDWARE).pnm
-    # Four arrays of 16 lanes of 0.25 W; the vector unit, buffer, controller and MMU once; Duplex's TSV I/O raises
+    # 64 lanes of 0.25 W (4x compute); the vector unit, buffer, controller and MMU once; Duplex's TSV I/O raises
     # a stack from 41.6 W to 100.48 W (hardware.DUPLEX_BANDWIDTH).
     tsv = 100.48 - 41.6
     assert power.pnm_power("synthesized", duplex, path).watts == pytest.approx(

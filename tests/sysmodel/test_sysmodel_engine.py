@@ -27,6 +27,7 @@ TINY = LLM("tiny", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128
 
 @pytest.fixture(scope="module")
 def table() -> verified.VerifiedBlocks:
+    """The committed table: its 64-lane array is the 4× compute PNM's."""
     return verified.load()
 
 

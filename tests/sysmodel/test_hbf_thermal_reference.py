@@ -110,3 +110,69 @@ def test_limit_powers_refuse_shares_that_do_not_split_one_power() -> None:
     for shares in ((0.5, 0.5), (0.5, 0.5, 0.5), (1.5, -0.5, 0.0)):
         with pytest.raises(ConfigError, match="shares"):
             limit_powers(thermal, shares=shares)
+
+
+def _one_cell_per_tile_reference(package: ReferencePackage) -> np.ndarray:
+    """The reference package's two-layer network at one cell per 10 mm tile, written out node by node (32 nodes:
+    layer, row, column): each cell joins its layer neighbours through k × thickness, the spreader cell above it
+    through k × area over the half-thicknesses of both layers, and the ambient through half the spreader and the
+    top convection in series. Region-average rise per watt, as `solve` returns it."""
+    k, t, area, n = package.conductivity_w_mk, (package.source_m, package.spreader_m), package.tile_m ** 2, 4
+    node = {(layer, row, col): (layer * n + row) * n + col for layer in (0, 1) for row in range(n) for col in range(n)}
+    g = np.zeros((2 * n * n, 2 * n * n))
+
+    def join(a, b, conductance):
+        g[a, a] += conductance
+        g[b, b] += conductance
+        g[a, b] -= conductance
+        g[b, a] -= conductance
+
+    for (layer, row, col), a in node.items():
+        if col + 1 < n:
+            join(a, node[layer, row, col + 1], k * t[layer])
+        if row + 1 < n:
+            join(a, node[layer, row + 1, col], k * t[layer])
+        if layer == 0:
+            join(a, node[1, row, col], 1 / (t[0] / 2 / (k * area) + t[1] / 2 / (k * area)))
+        else:
+            g[a, a] += 1 / (t[1] / 2 / (k * area) + 1 / (package.top_htc_w_m2k * area))
+    regions = {"gpu": [(1, 1), (2, 1), (1, 2), (2, 2)], "hbm": [(0, 1), (1, 0), (2, 0), (3, 1)],
+               "hbf": [(0, 2), (1, 3), (2, 3), (3, 2)]}   # (row, col) of each die type's tiles
+    heat = np.zeros((2 * n * n, 3))
+    for column, name in enumerate(("gpu", "hbm", "hbf")):
+        for row, col in regions[name]:
+            heat[node[0, row, col], column] = 1 / len(regions[name])
+    rise = np.linalg.solve(g, heat)
+    return np.array([[np.mean([rise[node[0, row, col], b] for row, col in regions[name]]) for b in range(3)]
+                     for name in ("gpu", "hbm", "hbf")])
+
+
+@pytest.mark.parametrize("package", [ReferencePackage(), ReferencePackage(source_m=3e-4, spreader_m=1e-4,
+                                                                          top_htc_w_m2k=5e4, conductivity_w_mk=20.0)])
+def test_reference_package_at_one_cell_per_tile_is_its_network_written_out(package) -> None:
+    assert solve(package, cell_m=0.01) == pytest.approx(_one_cell_per_tile_reference(package), rel=1e-9)
+
+
+def test_reference_package_capacitance_is_each_die_types_silicon_and_the_limits_pass_through() -> None:
+    # Four 10 mm tiles per die type (the GPU one 20 mm tile), 500 um of silicon at 2,330 kg/m^3 x 710 J/kgK.
+    silicon = 4 * 0.01 ** 2 * 5e-4 * 2330.0 * 710.0
+    rc = package_rc(cell_m=0.01, limits_c=(80.0, 81.0, 82.0))
+    assert rc.capacitance == pytest.approx((silicon,) * 3, rel=1e-12) and rc.limits_c == (80.0, 81.0, 82.0)
+
+
+def test_reference_package_defaults_to_hbfsims_fine_mesh() -> None:
+    assert solve() == pytest.approx(solve(cell_m=0.001), rel=1e-12)
+    assert package_rc() == package_rc(cell_m=0.001)
+
+
+@pytest.mark.parametrize("field", ["side_m", "tile_m", "source_m", "spreader_m", "top_htc_w_m2k",
+                                   "conductivity_w_mk", "volumetric_heat_j_m3k"])
+def test_reference_package_refuses_a_dimension_or_material_figure_that_is_not_positive(field) -> None:
+    with pytest.raises(ConfigError, match="^reference package: dimensions and material figures must be > 0$"):
+        ReferencePackage(**{field: 0.0})
+
+
+@pytest.mark.parametrize("cell_m", [0.003, 0.004])   # divides neither; divides the side (10 cells) but not a tile
+def test_a_cell_that_does_not_divide_the_tiles_is_refused(cell_m) -> None:
+    with pytest.raises(ConfigError, match=rf"^reference package: a {cell_m} m cell must divide the tiles$"):
+        solve(cell_m=cell_m)

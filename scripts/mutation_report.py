@@ -24,7 +24,7 @@ WORK = ROOT / "build" / "mutation"
 # whose hash is unchanged and tests the rest.
 RESULTS = ROOT / "scripts" / "mutation_results"
 # What a test may read besides the sources (the sources' folders are copied whole, data files included).
-ALSO_COPY = ["rtl", "tb", "examples", "tests", "docs"]
+ALSO_COPY = ["rtl", "tb", "examples", "tests", "docs", "scripts"]
 KILLED = ("killed", "timeout", "caught by type check")
 
 

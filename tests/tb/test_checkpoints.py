@@ -1,6 +1,7 @@
 """GPTQ/AWQ INT4 checkpoints: unpackers against hand-worked words, and every format end to end through the
 PC-aware layout and the golden DQB, bit-exact against the format's own reference dequantization."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -134,3 +135,45 @@ def test_unrepresentable_and_malformed_inputs_are_refused() -> None:
         ck.gptq_to_dqb(ck.pack_gptq(q, z, scales, np.r_[np.zeros(40), np.ones(24)].astype(int), version=2))
     with pytest.raises(ValueError, match="version=3"):
         ck.pack_gptq(q, z, scales, np.arange(64) // 32, version=3)
+
+
+def test_the_dqb_codes_and_zeros_are_the_unsigned_ones_less_eight() -> None:
+    """Two's-complement INT4 for the DQB: q - 8 and z - 8, so that (q - z) is unchanged (docs/formats.md)."""
+    q, z, scales = random_tensors(np.random.default_rng(1), 64, 8, 32)
+    awq = ck.awq_to_dqb(ck.pack_awq(q, z, scales, 32))
+    gptq, perm = ck.gptq_to_dqb(ck.pack_gptq(q, z, scales, np.arange(64) // 32, version=2))
+    for layer in (awq, gptq):
+        assert (np.asarray(layer.codes) == q.T - 8).all() and (np.asarray(layer.zeros) == z.T - 8).all()
+    assert (perm == np.arange(64)).all()
+
+
+def test_the_packers_store_each_formats_dtypes_and_gptq_defaults_to_v1() -> None:
+    q, z, scales = random_tensors(np.random.default_rng(2), 64, 8, 32, lowest_zero=1)   # v1 cannot store 0
+    gptq = ck.pack_gptq(q, z, scales.astype(np.float32), np.arange(64) // 32)
+    assert gptq.version == 1 and (ck.unpack_gptq(gptq)[1] == z).all()   # AutoGPTQ's "gptq" format
+    assert gptq.scales.dtype == np.float16 and gptq.g_idx.dtype == np.int32
+    assert ck.pack_awq(q, z, scales.astype(np.float32), 32).scales.dtype == np.float16
+
+
+def test_the_unpackers_return_integer_codes() -> None:
+    q, z, scales = random_tensors(np.random.default_rng(3), 64, 8, 32)
+    unpacked = [*ck.unpack_gptq(ck.pack_gptq(q, z, scales, np.arange(64) // 32, version=2)),
+                *ck.unpack_awq(ck.pack_awq(q, z, scales, 32))]
+    assert [a.dtype.kind for a in unpacked] == ["i"] * 4
+
+
+def test_a_product_beyond_fp16_dequantizes_to_inf_without_a_warning() -> None:
+    q, z, scales = random_tensors(np.random.default_rng(4), 64, 8, 32)
+    q[0, 0], z[0, 0] = 15, 0   # 15 x 65504 (scales[0, 0]) overflows FP16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weights = ck.dequantize_awq(ck.pack_awq(q, z, scales, 32))
+    assert weights[0, 0] == np.inf
+
+
+def test_act_order_keeps_the_checkpoints_row_order_within_each_group() -> None:
+    """The stable order (docs/formats.md): within a group, stored columns follow the input rows, here checked
+    against Python's stable sort on a permutation long enough that numpy's default sort is not stable."""
+    g_idx = act_order_g_idx(np.random.default_rng(6), 4096, 128)
+    expected = sorted(range(4096), key=lambda row: g_idx[row])
+    assert list(ck.act_order_permutation(g_idx, 128)) == expected

@@ -151,13 +151,11 @@ def verify(runs: list[Run], waves: bool = False, jobs: int = 1, show_progress: b
                     finished.append(future.result())  # raises the bench's failure
                     progress.finished(futures[future].name)
                 progress.refresh()
-        except Exception as failure:
+        except BaseException as failure:
             for future in pending:
                 future.cancel()
-            raise BenchRunsFailed(finished) from failure
-        except BaseException:
-            for future in pending:
-                future.cancel()
+            if isinstance(failure, Exception):   # a bench's failure; an interrupt stays what it is
+                raise BenchRunsFailed(finished) from failure
             raise
         finally:
             progress.close()

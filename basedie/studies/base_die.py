@@ -66,15 +66,11 @@ def base_die_logic(fields: dict) -> tuple[float, float]:
     §4.2: `pnm_parts`), and one DQB per pseudo-channel where they dequantize (`power.DQB`, scaled to Table 5's).
     The paper-size PNM top and Table 5's DQB are not synthesized whole (docs/results/ppa.md). Memories count as
     SRAM bit cells. (0, 0) for a row without base-die logic; NaN where a part is not in the table."""
-    units = []
-    if fields["system"] == "duopd":
-        units.append((1, "pnm"))
     quantization = fields.get("quantization")
-    if quantization is not None and quantization.dequant == "dqb":
-        units.append((PAPER_HARDWARE.gpu.pseudo_channels_per_stack, "dqb"))
     try:
-        powers = [(n, pnm_power("synthesized", PAPER_HARDWARE.pnm) if unit == "pnm" else dqb_power("synthesized"))
-                  for n, unit in units]
+        powers = [(1, pnm_power("synthesized", PAPER_HARDWARE.pnm))] if fields["system"] == "duopd" else []
+        if quantization is not None and quantization.dequant == "dqb":
+            powers.append((PAPER_HARDWARE.gpu.pseudo_channels_per_stack, dqb_power("synthesized")))
         area_um2 = sum(n * part["count"] * block_entry(part["block"], **part["params"])["figures"]["area_with_sram_um2"]
                        for n, power in powers for part in power.provenance)
     except StaleTableError:

@@ -35,7 +35,7 @@ WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
 SIMULATORS = ("verilator", "icarus")
 BUILD_ARGS = ("-Wall", str(WAIVERS), "--x-assign", "unique", "--x-initial", "unique",
               # The benches drive and read the top's ports only. cocotb's runner makes every signal of the design
-              # writable through VPI (--public-flat-rw): a third of the vector unit's C++ was that symbol table,
+              # writable through VPI (--public-flat-rw): 8 of the vector unit's 33 MB of C++ were that symbol table,
               # and the signals Verilator may not optimize away slow the model. Only the top's are public here.
               "--no-public-flat-rw", "--public-depth", "1",
               # Verilator's conditional-merging pass took 66 of the 76 s that verilating the vector unit took;

@@ -56,11 +56,6 @@ BENCH_PACKAGES = ("tb", "basedie.flow.runner", "basedie.weights")
 the build and run flow that compiles and runs them, and the quantized-weight layouts they read."""
 
 
-BENCH_PACKAGES = ("tb", "basedie.flow.runner", "basedie.weights")
-"""What a bench's figures depend on beside its block's `rtl/` closure: the benches, stimulus and golden models,
-the build and run flow that compiles and runs them, and the quantized-weight layouts they read."""
-
-
 def _imported_sources(module: str, packages: tuple[str, ...], root: Path,
                       known: dict | None = None) -> dict[str, Path]:
     """`module` and every module under `packages` (dotted package or module names) it imports, transitively,

@@ -98,11 +98,11 @@ register(Block("mmu", MMUParams, MMU, "DuoPD MMU: GPU/PNM queues, protected PNM 
 # build) and the 16-lane array at a reduced width.
 register(Block("pnm_lane", LaneParams, PNMLane, "DuoPD PNM SIMD lane: FP16 dot products, MLP and attention modes",
                Bench("tb.pnm_lane.bench", ({"width": 2, "sublane_width": 1},),
-                     verify_only=({"width": 1024, "sublane_width": 128},), verify_only_minutes=13)))
+                     verify_only=({"width": 1024, "sublane_width": 128},), verify_only_minutes=2)))
 register(Block("pnm_array", ArrayParams, PNMArray, "DuoPD PNM compute array: lanes sharing one memory operand",
                Bench("tb.pnm_lane.bench", ({"width": 2, "sublane_width": 1, "lanes": 2},),
                      verify_only=({"width": 16, "sublane_width": 4, "lanes": 16},))))
-# Two FP32 lanes in pytest and `basedie verify` (a 35-minute build on the loaded 2-core machine); wider sets by name
+# Two FP32 lanes in pytest and `basedie verify` (built and run in about 96 CPU s); wider sets by name
 # (`--param width=4`). Yosys ran the 2-wide vector unit (a 123-stage FP32 chain per lane) for over 40 minutes
 # without finishing.
 register(Block("pnm_vector", VectorParams, PNMVector,
@@ -121,7 +121,7 @@ register(Block("pnm_buffer", BufferParams, PNMBuffer,
                "DuoPD PNM buffer: banked SRAM for the array, the vector unit and the MMU's TSV forwarding",
                Bench("tb.pnm_buffer.bench", ({"total_bytes": 16384, "banks": 8, "bank_bytes": 4, "mmu_bytes": 4,
                                               "array_bytes": 16, "vector_bytes": 4},),
-                     verify_only=({"total_bytes": 65536},), verify_only_minutes=10)))
+                     verify_only=({"total_bytes": 65536},), verify_only_minutes=1)))
 # The whole PNM at a small size: 2 lanes of 8 FP16 (2 sublanes of 4), 4-byte rows (so a 1-lane vector unit), 4 KB
 # of buffer in 8 banks of 4 B, a 64-word program and a 64 KB address space. Its build is dominated by the vector
 # unit's, and so is its synthesis: Yosys did not finish in 15 minutes (as for the vector unit alone).
@@ -137,7 +137,7 @@ register(Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM 
                                             "sz_buffer_bytes": 256, "outstanding_reads": 16, "rounding": r}
                                            for r in ROUNDINGS),
                      verify_only=({"interface_bits": 512, "internal_bits": 1024, "rounding": "nearest_even"},),
-                     verify_only_minutes=7, dram=True)))
+                     verify_only_minutes=2, dram=True)))
 # The PNM's small set (2 lanes of 8 FP16, 4-byte rows) with a 128 KiB address space (the decode layer's operands
 # below 64 KiB, the quantized weights above) and the small DQB's sizes (8 table entries, 32+32 S/Z lines); its build,
 # like the PNM's, is dominated by the vector unit's (22 minutes on the loaded 2-core machine). The table's figures

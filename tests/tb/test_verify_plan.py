@@ -48,16 +48,17 @@ def test_a_named_set_runs_alone_and_a_full_verify_re_measures_it(tmp_path) -> No
 def test_estimates_use_recorded_times_then_stated_ones(tmp_path) -> None:
     full_size = Run("pnm_lane", BLOCKS["pnm_lane"].bench.verify_only[0])
     small = Run("pnm_lane", BLOCKS["pnm_lane"].bench.configs[0])
-    assert stated_seconds(full_size) == 13 * 60 and stated_seconds(small) is None
+    stated = BLOCKS["pnm_lane"].bench.verify_only_minutes * 60
+    assert stated_seconds(full_size) == stated and stated_seconds(small) is None
     timings = tmp_path / "timings.json"
     timings.write_text(json.dumps({small.name: 40.0}))
     progress = Progress([(small.name, None), (full_size.name, stated_seconds(full_size)),
                          ("never-timed", None)], jobs=2, waves=False, enabled=False, timings=timings)
     seconds, unknown = progress.remaining()
-    assert seconds == (40 + 13 * 60) / 2 and unknown == 1
+    assert seconds == (40 + stated) / 2 and unknown == 1
     progress.phase(small.name, "running")
     progress.finished(small.name)
-    assert progress.remaining() == (13 * 60 / 2, 1)
+    assert progress.remaining() == (stated / 2, 1)
     assert set(read_timings(timings)) == {small.name}
     progress.close()
 

@@ -139,8 +139,8 @@ register(Block("dqb", DQBParams, DQB, "StreamDQ dequantization block of one HBM 
                      verify_only=({"interface_bits": 512, "internal_bits": 1024, "rounding": "nearest_even"},),
                      verify_only_minutes=2, dram=True)))
 # The PNM's small set (2 lanes of 8 FP16, 4-byte rows) with a 128 KiB address space (the decode layer's operands
-# below 64 KiB, the quantized weights above) and the small DQB's sizes (8 table entries, 32+32 S/Z lines); its build,
-# like the PNM's, is dominated by the vector unit's (22 minutes on the loaded 2-core machine). The table's figures
+# below 64 KiB, the quantized weights above) and the small DQB's sizes (8 table entries, 32+32 S/Z lines); its build
+# (79 s), like the PNM's, is dominated by the vector unit's. The table's figures
 # come from the ideal controller, as pytest's; `--memory-model hbm4` puts DuoPD's memory behind the DQB (each decode
 # layer then takes minutes more of simulation).
 register(Block("base_die", BaseDieParams, BaseDie,
